@@ -1,0 +1,36 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "Strata",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "StrataStorage", targets: ["StrataStorage"]),
+        .executable(name: "strata", targets: ["strata"]),
+    ],
+    targets: [
+        // lz4 from the system (Debian: liblz4-dev). The shim header stops the build with an
+        // install hint when the header is missing.
+        .systemLibrary(
+            name: "CLZ4",
+            pkgConfig: "liblz4",
+            providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
+        ),
+        // CRC32C (SSE4.2 with a portable fallback) and the acquire/release atomics the memtable's
+        // lock-free readers need on arena memory.
+        .target(name: "CStrataSupport"),
+        .target(
+            name: "StrataStorage",
+            dependencies: ["CLZ4", "CStrataSupport"]
+        ),
+        .executableTarget(
+            name: "strata",
+            dependencies: ["StrataStorage"],
+            path: "Tools/strata"
+        ),
+        .testTarget(
+            name: "StrataStorageTests",
+            dependencies: ["StrataStorage"]
+        ),
+    ]
+)

@@ -1,0 +1,27 @@
+#ifndef STRATA_CSTRATASUPPORT_H
+#define STRATA_CSTRATASUPPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/// CRC-32C (Castagnoli), as used by every checksum Strata writes (see SPEC.md §Checksums).
+/// `crc` is the running value: pass 0 for a fresh checksum, or a previous result to extend it.
+uint32_t strata_crc32c_extend(uint32_t crc, const void *data, size_t length);
+
+// Acquire/release access to pointer-sized words in raw memory. The memtable's skip list lives in an
+// arena; one writer links nodes in with a release store, readers follow links with acquire loads,
+// so readers never take a lock (the same protocol as LevelDB's skiplist.h).
+static inline void *strata_load_acquire_ptr(void *const *slot) {
+    return __atomic_load_n((void **)slot, __ATOMIC_ACQUIRE);
+}
+static inline void strata_store_release_ptr(void **slot, void *value) {
+    __atomic_store_n(slot, value, __ATOMIC_RELEASE);
+}
+static inline void *strata_load_relaxed_ptr(void *const *slot) {
+    return __atomic_load_n((void **)slot, __ATOMIC_RELAXED);
+}
+static inline void strata_store_relaxed_ptr(void **slot, void *value) {
+    __atomic_store_n(slot, value, __ATOMIC_RELAXED);
+}
+
+#endif

@@ -1,0 +1,130 @@
+/// A group of puts and deletes, across any key spaces, that commits atomically: after a crash
+/// either all of it is there or none of it (SPEC.md §WAL, batch encoding).
+///
+/// ```swift
+/// var batch = WriteBatch()
+/// batch.put(Array("k1".utf8), Array("v1".utf8), in: objects)
+/// batch.delete(Array("e7".utf8), in: edges)
+/// try engine.write(batch)
+/// ```
+public struct WriteBatch: Sendable {
+    /// count (4, LE) followed by the operations; see SPEC.md §WAL.
+    @usableFromInline var rep: [UInt8]
+    @usableFromInline var operationCount: Int = 0
+    /// Key and value bytes, for the "user bytes written" statistic.
+    @usableFromInline var userBytes: Int = 0
+    @usableFromInline var limitError: StorageError?
+
+    public init() {
+        rep = [0, 0, 0, 0]
+    }
+
+    /// Number of puts and deletes in the batch.
+    public var count: Int { operationCount }
+    public var isEmpty: Bool { operationCount == 0 }
+    /// Encoded size in bytes.
+    public var byteCount: Int { rep.count }
+
+    /// Removes every operation, keeping the allocated capacity.
+    public mutating func removeAll() {
+        rep.removeAll(keepingCapacity: true)
+        rep.append(contentsOf: [0, 0, 0, 0])
+        operationCount = 0
+        userBytes = 0
+        limitError = nil
+    }
+
+    /// Adds a put of `value` under `key` in `keySpace`.
+    @inlinable
+    public mutating func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, in keySpace: KeySpace) {
+        if key.count > StorageLimits.maxKeyBytes {
+            limitError = limitError ?? .keyTooLarge(size: key.count, limit: StorageLimits.maxKeyBytes)
+            return
+        }
+        if value.count > StorageLimits.maxValueBytes {
+            limitError = limitError ?? .valueTooLarge(size: value.count, limit: StorageLimits.maxValueBytes)
+            return
+        }
+        rep.append(EntryKind.value.rawValue)
+        appendVarint(UInt64(keySpace.id))
+        appendVarint(UInt64(key.count))
+        rep.append(contentsOf: key)
+        appendVarint(UInt64(value.count))
+        rep.append(contentsOf: value)
+        operationCount += 1
+        userBytes += key.count + value.count
+    }
+
+    /// Adds a delete of `key` in `keySpace` (a tombstone; deleting an absent key is not an error).
+    @inlinable
+    public mutating func delete(_ key: UnsafeRawBufferPointer, in keySpace: KeySpace) {
+        if key.count > StorageLimits.maxKeyBytes {
+            limitError = limitError ?? .keyTooLarge(size: key.count, limit: StorageLimits.maxKeyBytes)
+            return
+        }
+        rep.append(EntryKind.deletion.rawValue)
+        appendVarint(UInt64(keySpace.id))
+        appendVarint(UInt64(key.count))
+        rep.append(contentsOf: key)
+        operationCount += 1
+        userBytes += key.count
+    }
+
+    @inlinable
+    public mutating func put(_ key: [UInt8], _ value: [UInt8], in keySpace: KeySpace) {
+        key.withUnsafeBytes { k in value.withUnsafeBytes { v in put(k, v, in: keySpace) } }
+    }
+
+    @inlinable
+    public mutating func delete(_ key: [UInt8], in keySpace: KeySpace) {
+        key.withUnsafeBytes { delete($0, in: keySpace) }
+    }
+
+    @inlinable
+    mutating func appendVarint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            rep.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        rep.append(UInt8(v))
+    }
+
+    /// The encoding with its count filled in.
+    func sealedRepresentation() -> [UInt8] {
+        var r = rep
+        withUnsafeBytes(of: UInt32(operationCount).littleEndian) { c in
+            for i in 0..<4 { r[i] = c[i] }
+        }
+        return r
+    }
+}
+
+/// One decoded operation of a batch, pointing into the batch's bytes.
+struct BatchOperation {
+    var kind: EntryKind
+    var keySpaceId: UInt32
+    var key: UnsafeRawBufferPointer
+    var value: UnsafeRawBufferPointer
+}
+
+enum BatchDecoder {
+    /// Walks an encoded batch (count + operations). Returns nil if it is malformed.
+    static func forEach(_ rep: UnsafeRawBufferPointer, _ body: (BatchOperation) throws -> Void) throws -> Bool {
+        var r = ByteReader(rep)
+        guard let count = r.readFixed32() else { return false }
+        for _ in 0..<count {
+            guard let kindByte = r.readByte(), let kind = EntryKind(rawValue: kindByte),
+                  let ks = r.readVarint(), ks <= UInt64(UInt32.max),
+                  let key = r.readLengthPrefixed(limit: StorageLimits.maxKeyBytes)
+            else { return false }
+            var value = UnsafeRawBufferPointer(start: nil, count: 0)
+            if kind == .value {
+                guard let v = r.readLengthPrefixed(limit: StorageLimits.maxValueBytes) else { return false }
+                value = v
+            }
+            try body(BatchOperation(kind: kind, keySpaceId: UInt32(ks), key: key, value: value))
+        }
+        return r.isAtEnd
+    }
+}

@@ -1,0 +1,91 @@
+/// Every byte the engine reads or writes goes through this protocol, so that tests can swap in a
+/// file system that loses unsynced data, tears writes or fails the Nth operation
+/// (``InMemoryFileSystem``), the way LevelDB's `Env` and Pebble's `vfs` do.
+///
+/// ```swift
+/// let fs = InMemoryFileSystem()
+/// let engine = try Engine.open(directory: "/db", options: .init(fileSystem: fs))
+/// ```
+public protocol FileSystem: Sendable {
+    /// Creates the directory and its parents; succeeds if it exists.
+    func createDirectory(_ path: String) throws
+    func fileExists(_ path: String) -> Bool
+    func directoryExists(_ path: String) -> Bool
+    /// Names (not paths) of the entries in a directory.
+    func listDirectory(_ path: String) throws -> [String]
+    /// Opens a file for appending; creates it, or truncates it when `truncate` is true.
+    func openWritable(_ path: String, truncate: Bool) throws -> any WritableFile
+    func openReadable(_ path: String) throws -> any ReadableFile
+    func removeFile(_ path: String) throws
+    /// Atomically replaces `to` with `from`.
+    func rename(_ from: String, to: String) throws
+    /// Makes the directory's entries (creations, renames, removals) durable.
+    func syncDirectory(_ path: String) throws
+    /// Takes an exclusive lock on `path`, held until the returned lock is released. Fails with
+    /// ``StorageError/locked(path:)`` when another holder has it, in this process or another.
+    func lockFile(_ path: String) throws -> any FileLock
+}
+
+/// A file opened for appending.
+public protocol WritableFile: AnyObject {
+    /// Bytes in the file, including those not yet synced.
+    var size: UInt64 { get }
+    func append(_ bytes: UnsafeRawBufferPointer) throws
+    /// Makes every appended byte durable (fdatasync).
+    func sync() throws
+    /// Cuts the file back to `size` bytes; used to take back a failed append.
+    func truncate(to size: UInt64) throws
+    func close() throws
+}
+
+/// A file opened for positional reads. Safe to use from several threads at once.
+public protocol ReadableFile: AnyObject, Sendable {
+    var size: UInt64 { get }
+    /// Reads up to `buffer.count` bytes at `offset`; returns how many were read (fewer only at
+    /// the end of the file).
+    func read(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+    func close()
+}
+
+/// A held lock; `release()` gives it up (also done when the lock is deallocated).
+public protocol FileLock: AnyObject, Sendable {
+    func release()
+}
+
+extension FileSystem {
+    /// Reads a whole file into memory.
+    func readWholeFile(_ path: String) throws -> [UInt8] {
+        let file = try openReadable(path)
+        defer { file.close() }
+        let size = Int(file.size)
+        var bytes = [UInt8](repeating: 0, count: size)
+        var done = 0
+        try bytes.withUnsafeMutableBytes { raw in
+            while done < size {
+                let n = try file.read(at: UInt64(done), into: UnsafeMutableRawBufferPointer(rebasing: raw[done...]))
+                if n == 0 { break }
+                done += n
+            }
+        }
+        if done < size { bytes.removeSubrange(done...) }
+        return bytes
+    }
+
+    /// Reads exactly `count` bytes at `offset`, or throws corruption naming the file.
+    func readExactly(_ file: any ReadableFile, path: String, offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws {
+        var done = 0
+        while done < buffer.count {
+            let n = try file.read(at: offset + UInt64(done), into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]))
+            if n == 0 {
+                throw StorageError.corruption(file: path, offset: offset, reason: "file ends before \(buffer.count) bytes could be read")
+            }
+            done += n
+        }
+    }
+}
+
+/// Joins a directory and a file name.
+@inline(__always)
+func joinPath(_ directory: String, _ name: String) -> String {
+    directory.hasSuffix("/") ? directory + name : directory + "/" + name
+}

@@ -1,0 +1,368 @@
+import Synchronization
+
+/// A file system in memory that remembers what was synced, so tests can simulate a power cut and
+/// inject I/O errors, in the manner of LevelDB's fault_injection_test and Pebble's errorfs.
+///
+/// ```swift
+/// let fs = InMemoryFileSystem()
+/// var engine = try Engine.open(directory: "/db", options: .init(fileSystem: fs))
+/// // ... writes ...
+/// fs.simulateCrash(.dropUnsynced)          // power cut: unsynced bytes and entries vanish
+/// engine = try Engine.open(directory: "/db", options: .init(fileSystem: fs))
+/// fs.injectFault(.init(afterOperations: 3, error: .diskFull(path: "injected")))
+/// ```
+public final class InMemoryFileSystem: FileSystem, Sendable {
+    /// What survives a simulated crash.
+    public enum CrashPolicy: Sendable, Equatable {
+        /// The process died but the kernel did not: everything written survives.
+        case keepEverything
+        /// Power cut: only synced bytes survive, and only directory entries that were synced.
+        case dropUnsynced
+        /// Power cut where the unsynced tail of each file survives up to a random length.
+        case keepRandomPrefixOfUnsynced(seed: UInt64)
+        /// Power cut where the unsynced tail of each file is replaced by garbage of its length.
+        case garbageUnsyncedTail(seed: UInt64)
+    }
+
+    /// Which operations a fault may hit.
+    public enum Operation: Sendable, Hashable, CaseIterable {
+        case open, write, sync, rename, remove, syncDirectory
+    }
+
+    /// Fails the operation after `afterOperations` matching operations have succeeded. A failed
+    /// write may first write a prefix of its bytes (`tornBytes`), as a real disk can.
+    public struct Fault: Sendable {
+        public var afterOperations: Int
+        public var operations: Set<Operation>
+        public var error: StorageError
+        public var tornBytes: Int
+        /// When false the fault fires once; when true every later matching operation fails too.
+        public var sticky: Bool
+
+        public init(afterOperations: Int, operations: Set<Operation> = Set(Operation.allCases),
+                    error: StorageError, tornBytes: Int = 0, sticky: Bool = false) {
+            self.afterOperations = afterOperations
+            self.operations = operations
+            self.error = error
+            self.tornBytes = tornBytes
+            self.sticky = sticky
+        }
+    }
+
+    struct FileData {
+        var bytes: [UInt8] = []
+        var syncedBytes: [UInt8] = []
+    }
+
+    struct State {
+        var files: [Int: FileData] = [:]
+        var names: [String: Int] = [:]
+        var durableNames: [String: Int] = [:]
+        var directories: Set<String> = ["/"]
+        var locks: Set<String> = []
+        var nextFileId = 1
+        var generation = 0
+        var fault: Fault?
+        var faultCounter = 0
+        var operationCount = 0
+    }
+
+    let state = Mutex(State())
+
+    public init() {}
+
+    /// Number of file operations performed so far (to script "fail the Nth operation").
+    public var operationCount: Int { state.withLock { $0.operationCount } }
+
+    /// Arms a fault; replaces any earlier one.
+    public func injectFault(_ fault: Fault?) {
+        state.withLock {
+            $0.fault = fault
+            $0.faultCounter = 0
+        }
+    }
+
+    /// Simulates a crash: open files and locks of the old "process" become unusable, and each
+    /// file keeps what `policy` says survives.
+    public func simulateCrash(_ policy: CrashPolicy) {
+        state.withLock { s in
+            var rng: UInt64 = 0
+            switch policy {
+            case let .keepRandomPrefixOfUnsynced(seed), let .garbageUnsyncedTail(seed): rng = seed | 1
+            default: break
+            }
+            func next() -> UInt64 {
+                rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17
+                return rng
+            }
+            if policy != .keepEverything { s.names = s.durableNames }
+            for id in Set(s.names.values) {
+                guard var f = s.files[id] else { continue }
+                let synced = f.syncedBytes
+                let isAppendOnly = f.bytes.count >= synced.count && f.bytes.starts(with: synced)
+                switch policy {
+                case .keepEverything:
+                    break
+                case .dropUnsynced:
+                    f.bytes = synced
+                case .keepRandomPrefixOfUnsynced:
+                    if isAppendOnly {
+                        let extra = f.bytes.count - synced.count
+                        let keep = extra == 0 ? 0 : Int(next() % UInt64(extra + 1))
+                        f.bytes = Array(f.bytes.prefix(synced.count + keep))
+                    } else {
+                        f.bytes = synced
+                    }
+                case .garbageUnsyncedTail:
+                    if isAppendOnly {
+                        for i in synced.count..<f.bytes.count { f.bytes[i] = UInt8(truncatingIfNeeded: next()) }
+                    } else {
+                        f.bytes = synced
+                    }
+                }
+                f.syncedBytes = f.bytes
+                s.files[id] = f
+            }
+            s.durableNames = s.names
+            s.files = s.files.filter { Set(s.names.values).contains($0.key) }
+            s.locks.removeAll()
+            s.generation += 1
+            s.fault = nil
+        }
+    }
+
+    /// The current bytes of a file, for tests that damage files on purpose.
+    public func contents(of path: String) -> [UInt8]? {
+        state.withLock { s in s.names[path].flatMap { s.files[$0]?.bytes } }
+    }
+
+    /// Replaces a file's bytes (synced), for tests that damage files on purpose.
+    public func setContents(of path: String, to bytes: [UInt8]) {
+        state.withLock { s in
+            let id = s.names[path] ?? { let id = s.nextFileId; s.nextFileId += 1; return id }()
+            s.files[id] = FileData(bytes: bytes, syncedBytes: bytes)
+            s.names[path] = id
+            s.durableNames[path] = id
+        }
+    }
+
+    /// Counts an operation and throws when an armed fault fires. Returns the torn-write length
+    /// when the failing operation is a write that should leave a prefix behind.
+    fileprivate static func check(_ s: inout State, _ op: Operation) throws(StorageError) {
+        s.operationCount += 1
+        guard let fault = s.fault, fault.operations.contains(op) else { return }
+        if s.faultCounter >= fault.afterOperations {
+            if !fault.sticky { s.fault = nil }
+            throw fault.error
+        }
+        s.faultCounter += 1
+    }
+
+    static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        let p = String(path[..<slash])
+        return p.isEmpty ? "/" : p
+    }
+
+    public func createDirectory(_ path: String) throws {
+        state.withLock { s in
+            var prefix = ""
+            for part in path.split(separator: "/") {
+                prefix += "/" + part
+                s.directories.insert(prefix)
+            }
+        }
+    }
+
+    public func fileExists(_ path: String) -> Bool { state.withLock { $0.names[path] != nil } }
+
+    public func directoryExists(_ path: String) -> Bool {
+        let p = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        return state.withLock { $0.directories.contains(p) }
+    }
+
+    public func listDirectory(_ path: String) throws -> [String] {
+        let dir = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        return try state.withLock { s in
+            guard s.directories.contains(dir) else { throw StorageError.io(operation: "opendir", path: path, errno: 2) }
+            return s.names.keys.filter { Self.parent(of: $0) == dir }.map { String($0.dropFirst(dir == "/" ? 1 : dir.count + 1)) }
+        }
+    }
+
+    public func openWritable(_ path: String, truncate: Bool) throws -> any WritableFile {
+        try state.withLock { s in
+            try Self.check(&s, .open)
+            guard s.directories.contains(Self.parent(of: path)) else {
+                throw StorageError.io(operation: "open", path: path, errno: 2)
+            }
+            let id: Int
+            if let existing = s.names[path] {
+                id = existing
+                if truncate { s.files[id]!.bytes = [] }
+            } else {
+                id = s.nextFileId
+                s.nextFileId += 1
+                s.files[id] = FileData()
+                s.names[path] = id
+            }
+            return InMemoryWritableFile(fs: self, id: id, path: path, generation: s.generation, size: UInt64(s.files[id]!.bytes.count))
+        }
+    }
+
+    public func openReadable(_ path: String) throws -> any ReadableFile {
+        try state.withLock { s in
+            try Self.check(&s, .open)
+            guard let id = s.names[path], let f = s.files[id] else {
+                throw StorageError.io(operation: "open", path: path, errno: 2)
+            }
+            // A reader sees the bytes as of open; writers only append to files nobody reads.
+            return InMemoryReadableFile(bytes: f.bytes)
+        }
+    }
+
+    public func removeFile(_ path: String) throws {
+        try state.withLock { s in
+            try Self.check(&s, .remove)
+            s.names[path] = nil
+        }
+    }
+
+    public func rename(_ from: String, to: String) throws {
+        try state.withLock { s in
+            try Self.check(&s, .rename)
+            guard let id = s.names[from] else { throw StorageError.io(operation: "rename", path: from, errno: 2) }
+            s.names[from] = nil
+            s.names[to] = id
+        }
+    }
+
+    public func syncDirectory(_ path: String) throws {
+        try state.withLock { s in
+            try Self.check(&s, .syncDirectory)
+            let dir = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+            for (name, _) in s.durableNames where Self.parent(of: name) == dir && s.names[name] == nil {
+                s.durableNames[name] = nil
+            }
+            for (name, id) in s.names where Self.parent(of: name) == dir {
+                s.durableNames[name] = id
+            }
+        }
+    }
+
+    public func lockFile(_ path: String) throws -> any FileLock {
+        try state.withLock { s in
+            if s.locks.contains(path) { throw StorageError.locked(path: path) }
+            s.locks.insert(path)
+            if s.names[path] == nil {
+                let id = s.nextFileId
+                s.nextFileId += 1
+                s.files[id] = FileData()
+                s.names[path] = id
+            }
+            return InMemoryFileLock(fs: self, path: path, generation: s.generation)
+        }
+    }
+
+    fileprivate func withFile<R>(_ id: Int, generation: Int, path: String, _ op: Operation?,
+                                 _ body: (inout FileData, inout State) throws -> R) throws -> R {
+        try state.withLock { s in
+            guard s.generation == generation, s.files[id] != nil else {
+                throw StorageError.io(operation: "write", path: path, errno: 9) // EBADF: crashed
+            }
+            if let op { try Self.check(&s, op) }
+            var f = s.files[id]!
+            defer { s.files[id] = f }
+            return try body(&f, &s)
+        }
+    }
+}
+
+final class InMemoryWritableFile: WritableFile {
+    let fs: InMemoryFileSystem
+    let id: Int
+    let path: String
+    let generation: Int
+    private(set) var size: UInt64
+
+    init(fs: InMemoryFileSystem, id: Int, path: String, generation: Int, size: UInt64) {
+        self.fs = fs
+        self.id = id
+        self.path = path
+        self.generation = generation
+        self.size = size
+    }
+
+    func append(_ bytes: UnsafeRawBufferPointer) throws {
+        do {
+            try fs.withFile(id, generation: generation, path: path, .write) { f, _ in
+                f.bytes.append(contentsOf: bytes)
+            }
+            size += UInt64(bytes.count)
+        } catch let error as StorageError {
+            // A torn write leaves a prefix of the bytes behind, as a full disk can.
+            let torn = fs.state.withLock { $0.fault?.tornBytes ?? 0 }
+            if torn > 0 {
+                let n = min(torn, bytes.count)
+                _ = try? fs.withFile(id, generation: generation, path: path, nil) { f, _ in
+                    f.bytes.append(contentsOf: bytes.prefix(n))
+                }
+                size += UInt64(n)
+            }
+            throw error
+        }
+    }
+
+    func sync() throws {
+        try fs.withFile(id, generation: generation, path: path, .sync) { f, _ in f.syncedBytes = f.bytes }
+    }
+
+    func truncate(to newSize: UInt64) throws {
+        try fs.withFile(id, generation: generation, path: path, .write) { f, _ in
+            f.bytes = Array(f.bytes.prefix(Int(newSize)))
+        }
+        size = newSize
+    }
+
+    func close() throws {}
+}
+
+final class InMemoryReadableFile: ReadableFile {
+    let bytes: [UInt8]
+    var size: UInt64 { UInt64(bytes.count) }
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
+
+    func read(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard offset < UInt64(bytes.count) else { return 0 }
+        let start = Int(offset)
+        let n = min(buffer.count, bytes.count - start)
+        bytes.withUnsafeBytes { src in
+            buffer.baseAddress!.copyMemory(from: src.baseAddress! + start, byteCount: n)
+        }
+        return n
+    }
+
+    func close() {}
+}
+
+final class InMemoryFileLock: FileLock {
+    let fs: InMemoryFileSystem
+    let path: String
+    let generation: Int
+    private let released = Atomic<Bool>(false)
+
+    init(fs: InMemoryFileSystem, path: String, generation: Int) {
+        self.fs = fs
+        self.path = path
+        self.generation = generation
+    }
+
+    deinit { release() }
+
+    func release() {
+        guard released.exchange(true, ordering: .relaxed) == false else { return }
+        fs.state.withLock { s in
+            if s.generation == generation { s.locks.remove(path) }
+        }
+    }
+}

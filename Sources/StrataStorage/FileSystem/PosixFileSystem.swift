@@ -1,0 +1,209 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Synchronization
+
+#if canImport(Glibc)
+private let systemClose = Glibc.close
+private let systemRename = Glibc.rename
+#elseif canImport(Darwin)
+private let systemClose = Darwin.close
+private let systemRename = Darwin.rename
+#endif
+
+/// The real file system, through POSIX calls. Appends go straight to the kernel with `write(2)`
+/// (no user-space buffer), so a process crash never loses an acknowledged write.
+public struct PosixFileSystem: FileSystem {
+    public init() {}
+
+    public func createDirectory(_ path: String) throws {
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for part in path.split(separator: "/") {
+            prefix += part
+            if mkdir(prefix, 0o755) != 0, errno != EEXIST {
+                throw posixError("mkdir", prefix)
+            }
+            prefix += "/"
+        }
+    }
+
+    public func fileExists(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
+    }
+
+    public func directoryExists(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    public func listDirectory(_ path: String) throws -> [String] {
+        guard let dir = opendir(path) else { throw posixError("opendir", path) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    public func openWritable(_ path: String, truncate: Bool) throws -> any WritableFile {
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : O_APPEND)
+        let fd = open(path, flags, 0o644)
+        guard fd >= 0 else { throw posixError("open", path) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let e = posixError("fstat", path)
+            systemClose(fd)
+            throw e
+        }
+        return PosixWritableFile(fd: fd, path: path, size: UInt64(st.st_size))
+    }
+
+    public func openReadable(_ path: String) throws -> any ReadableFile {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw posixError("open", path) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let e = posixError("fstat", path)
+            systemClose(fd)
+            throw e
+        }
+        return PosixReadableFile(fd: fd, path: path, size: UInt64(st.st_size))
+    }
+
+    public func removeFile(_ path: String) throws {
+        if unlink(path) != 0, errno != ENOENT { throw posixError("unlink", path) }
+    }
+
+    public func rename(_ from: String, to: String) throws {
+        if systemRename(from, to) != 0 { throw posixError("rename", from) }
+    }
+
+    public func syncDirectory(_ path: String) throws {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw posixError("open", path) }
+        defer { systemClose(fd) }
+        if fsync(fd) != 0 { throw posixError("fsync", path) }
+    }
+
+    public func lockFile(_ path: String) throws -> any FileLock {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw posixError("open", path) }
+        // flock locks belong to the open file description, so a second open in this same
+        // process conflicts too, not only another process (unlike fcntl locks).
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let e = errno
+            systemClose(fd)
+            if e == EWOULDBLOCK { throw StorageError.locked(path: path) }
+            throw posixError("flock", path, e)
+        }
+        return PosixFileLock(fd: fd)
+    }
+}
+
+/// Maps an errno to the engine's typed errors.
+func posixError(_ operation: String, _ path: String, _ code: Int32 = errno) -> StorageError {
+    switch code {
+    case ENOSPC, EDQUOT: .diskFull(path: path)
+    case EROFS, EACCES, EPERM: .readOnly(path: path)
+    default: .io(operation: operation, path: path, errno: code)
+    }
+}
+
+final class PosixWritableFile: WritableFile {
+    private let fd: Int32
+    private let path: String
+    private(set) var size: UInt64
+    private var isClosed = false
+
+    init(fd: Int32, path: String, size: UInt64) {
+        self.fd = fd
+        self.path = path
+        self.size = size
+    }
+
+    deinit { if !isClosed { systemClose(fd) } }
+
+    func append(_ bytes: UnsafeRawBufferPointer) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                let e = posixError("write", path)
+                size += UInt64(done)
+                throw e
+            }
+            done += n
+        }
+        size += UInt64(done)
+    }
+
+    func sync() throws {
+        #if canImport(Glibc)
+        let r = fdatasync(fd)
+        #else
+        let r = fsync(fd)
+        #endif
+        if r != 0 { throw posixError("fdatasync", path) }
+    }
+
+    func truncate(to newSize: UInt64) throws {
+        if ftruncate(fd, off_t(newSize)) != 0 { throw posixError("ftruncate", path) }
+        size = newSize
+    }
+
+    func close() throws {
+        guard !isClosed else { return }
+        isClosed = true
+        if systemClose(fd) != 0 { throw posixError("close", path) }
+    }
+}
+
+final class PosixReadableFile: ReadableFile {
+    private let fd: Int32
+    private let path: String
+    let size: UInt64
+    private let isClosed = Atomic<Bool>(false)
+
+    init(fd: Int32, path: String, size: UInt64) {
+        self.fd = fd
+        self.path = path
+        self.size = size
+    }
+
+    deinit { close() }
+
+    func read(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        while true {
+            let n = pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
+            if n >= 0 { return n }
+            if errno != EINTR { throw posixError("pread", path) }
+        }
+    }
+
+    func close() {
+        if isClosed.exchange(true, ordering: .relaxed) == false { systemClose(fd) }
+    }
+}
+
+final class PosixFileLock: FileLock {
+    private let fd: Int32
+    private let released = Atomic<Bool>(false)
+
+    init(fd: Int32) { self.fd = fd }
+    deinit { release() }
+
+    func release() {
+        if released.exchange(true, ordering: .relaxed) == false {
+            flock(fd, LOCK_UN)
+            systemClose(fd)
+        }
+    }
+}

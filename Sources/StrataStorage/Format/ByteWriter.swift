@@ -1,0 +1,68 @@
+/// A growable byte buffer for encoding records, blocks and edits. Little-endian fixed-width
+/// integers and LEB128 varints (SPEC.md §Encodings).
+@usableFromInline
+struct ByteWriter {
+    @usableFromInline var bytes: [UInt8]
+
+    @inlinable init(capacity: Int = 0) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    @inlinable var count: Int { bytes.count }
+
+    @inlinable mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+
+    @inlinable mutating func append(_ byte: UInt8) { bytes.append(byte) }
+
+    @inlinable mutating func append(_ raw: UnsafeRawBufferPointer) {
+        bytes.append(contentsOf: raw)
+    }
+
+    @inlinable mutating func append(_ other: [UInt8]) { bytes.append(contentsOf: other) }
+
+    @inlinable mutating func appendFixed32(_ value: UInt32) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    @inlinable mutating func appendFixed64(_ value: UInt64) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    @inlinable mutating func appendVarint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    @inlinable mutating func appendVarint(_ value: Int) { appendVarint(UInt64(value)) }
+
+    /// A varint length followed by the bytes.
+    @inlinable mutating func appendLengthPrefixed(_ raw: UnsafeRawBufferPointer) {
+        appendVarint(raw.count)
+        append(raw)
+    }
+
+    @inlinable mutating func appendLengthPrefixed(_ other: [UInt8]) {
+        appendVarint(other.count)
+        append(other)
+    }
+
+    /// Overwrites four bytes at `offset` (used to patch counts after the fact).
+    @inlinable mutating func setFixed32(_ value: UInt32, at offset: Int) {
+        withUnsafeBytes(of: value.littleEndian) { src in
+            for i in 0..<4 { bytes[offset + i] = src[i] }
+        }
+    }
+}
+
+/// Number of bytes `value` takes as a varint.
+@inlinable func varintLength(_ value: UInt64) -> Int {
+    var v = value
+    var n = 1
+    while v >= 0x80 { v >>= 7; n += 1 }
+    return n
+}

@@ -1,0 +1,59 @@
+// The one home of every number that reaches disk or bounds input. SPEC.md describes each; the
+// section named beside a constant is where. Values marked "never renumber" are frozen: a reader
+// of an older store depends on them.
+
+/// Limits and on-disk constants of the storage engine.
+public enum StorageLimits {
+    /// Largest user key, in bytes (SPEC.md §Limits).
+    public static let maxKeyBytes = 16 * 1024
+    /// Largest value, in bytes (SPEC.md §Limits).
+    public static let maxValueBytes = 64 * 1024 * 1024
+    /// Largest encoded write batch, in bytes. One batch is one WAL record (SPEC.md §WAL).
+    public static let maxBatchBytes = 512 * 1024 * 1024
+    /// Most key spaces one store can hold.
+    public static let maxKeySpaces = 1024
+    /// Longest key-space name, in UTF-8 bytes.
+    public static let maxKeySpaceNameBytes = 255
+    /// Largest sequence number: sequence numbers share a 64-bit word with an 8-bit kind.
+    public static let maxSequence: UInt64 = (1 << 56) - 1
+}
+
+enum FormatConstants {
+    /// Store format version, written in the manifest (SPEC.md §Manifest). A store written by a
+    /// newer version is refused.
+    static let storeFormatVersion: UInt32 = 1
+    /// Segment format version, in every segment footer (SPEC.md §Segment).
+    static let segmentFormatVersion: UInt32 = 1
+    /// Last eight bytes of every segment: "STRATSEG" read as a little-endian UInt64.
+    static let segmentMagic: UInt64 = 0x4745_5354_4152_5453
+    /// Bytes in the fixed segment footer.
+    static let segmentFooterBytes = 64
+    /// Bytes in a block trailer: compression type (1) + masked CRC32C (4).
+    static let blockTrailerBytes = 5
+    /// Bytes in a log record header: masked CRC32C (4) + payload length (4).
+    static let logRecordHeaderBytes = 8
+    /// Added to the rotated CRC so that a checksum stored next to the data it covers does not
+    /// checksum to a fixed value (LevelDB's masking, SPEC.md §Checksums).
+    static let crcMaskDelta: UInt32 = 0xA282_EAD8
+
+    // File names (SPEC.md §Files).
+    static let currentFileName = "CURRENT"
+    static let lockFileName = "LOCK"
+    static let manifestPrefix = "MANIFEST-"
+    static let walSuffix = ".wal"
+    static let segmentSuffix = ".seg"
+    static let tempSuffix = ".tmp"
+}
+
+/// How a block's payload is stored (SPEC.md §Segment). Never renumber.
+enum BlockCompression: UInt8 {
+    case none = 0
+    case lz4 = 1
+}
+
+/// The kind of an entry, in the low byte of its trailer (SPEC.md §Key encoding). Never renumber.
+@usableFromInline
+enum EntryKind: UInt8 {
+    case deletion = 0
+    case value = 1
+}

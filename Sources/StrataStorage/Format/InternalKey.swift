@@ -1,0 +1,75 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Internal keys: the user key followed by an 8-byte little-endian trailer
+/// `sequence << 8 | kind` (SPEC.md §Key encoding). Ordered by user key ascending (bytewise), then
+/// trailer descending, so that the newest version of a key comes first.
+enum InternalKey {
+    static let trailerBytes = 8
+
+    @inline(__always)
+    static func trailer(sequence: UInt64, kind: EntryKind) -> UInt64 {
+        (sequence << 8) | UInt64(kind.rawValue)
+    }
+
+    /// The trailer to seek with: finds the newest entry whose sequence is at most `sequence`.
+    @inline(__always)
+    static func seekTrailer(sequence: UInt64) -> UInt64 {
+        (sequence << 8) | UInt64(EntryKind.value.rawValue)
+    }
+
+    static func encode(userKey: UnsafeRawBufferPointer, trailer: UInt64) -> [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(userKey.count + trailerBytes)
+        out.append(contentsOf: userKey)
+        withUnsafeBytes(of: trailer.littleEndian) { out.append(contentsOf: $0) }
+        return out
+    }
+
+    @inline(__always)
+    static func userKey(_ internalKey: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: internalKey[0..<(internalKey.count - trailerBytes)])
+    }
+
+    @inline(__always)
+    static func trailer(_ internalKey: UnsafeRawBufferPointer) -> UInt64 {
+        loadFixed64(internalKey, internalKey.count - trailerBytes)
+    }
+
+    /// Bytewise comparison of user keys: negative, zero or positive.
+    @inline(__always)
+    static func compareUserKeys(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+        let n = min(a.count, b.count)
+        if n > 0 {
+            let r = memcmp(a.baseAddress!, b.baseAddress!, n)
+            if r != 0 { return Int(r) }
+        }
+        return a.count - b.count
+    }
+
+    /// Internal-key order: user key ascending, then trailer descending.
+    @inline(__always)
+    static func compare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+        let r = compareUserKeys(userKey(a), userKey(b))
+        if r != 0 { return r }
+        let ta = trailer(a), tb = trailer(b)
+        return ta > tb ? -1 : (ta < tb ? 1 : 0)
+    }
+
+    /// Internal key well-formed: long enough and of a known kind.
+    @inline(__always)
+    static func isValid(_ internalKey: UnsafeRawBufferPointer) -> Bool {
+        internalKey.count >= trailerBytes && internalKey[internalKey.count - trailerBytes] <= EntryKind.value.rawValue
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Bytewise equality.
+    @inline(__always)
+    func bytesEqual(_ other: UnsafeRawBufferPointer) -> Bool {
+        count == other.count && (count == 0 || memcmp(baseAddress!, other.baseAddress!, count) == 0)
+    }
+}

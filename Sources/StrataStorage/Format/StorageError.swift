@@ -1,0 +1,57 @@
+/// Every failure the storage engine reports. Each case carries what a person needs to act on it:
+/// the file, the offset, the limit.
+///
+/// ```swift
+/// do { let engine = try Engine.open(directory: path) }
+/// catch StorageError.locked(let path) { print("another process uses \(path)") }
+/// ```
+public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Stored bytes failed a checksum or structural check.
+    case corruption(file: String, offset: UInt64, reason: String)
+    /// A file does not start or end with Strata's magic number: not a Strata file.
+    case badMagic(file: String)
+    /// A file or store was written by a format this build does not read.
+    case unsupportedFormatVersion(file: String, found: UInt32, supported: UInt32)
+    /// Another process, or another open engine in this process, holds the store's lock.
+    case locked(path: String)
+    /// The disk is full. The write that failed was not applied; the store stays usable.
+    case diskFull(path: String)
+    /// The directory or a file in it cannot be written.
+    case readOnly(path: String)
+    /// The directory holds no store and the caller did not ask to create one.
+    case notAStore(path: String)
+    /// A key is longer than ``StorageLimits/maxKeyBytes``.
+    case keyTooLarge(size: Int, limit: Int)
+    /// A value is longer than ``StorageLimits/maxValueBytes``.
+    case valueTooLarge(size: Int, limit: Int)
+    /// A write batch is larger than ``StorageLimits/maxBatchBytes``.
+    case batchTooLarge(size: Int, limit: Int)
+    /// The key space is not known to this store.
+    case unknownKeySpace(String)
+    /// A key-space name is empty, too long, or the store has too many key spaces.
+    case invalidKeySpaceName(String)
+    /// The engine was closed.
+    case closed
+    /// Any other operating-system error.
+    case io(operation: String, path: String, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case let .corruption(file, offset, reason): "corruption in \(file) at offset \(offset): \(reason)"
+        case let .badMagic(file): "\(file) is not a Strata file (bad magic number)"
+        case let .unsupportedFormatVersion(file, found, supported):
+            "\(file) has format version \(found); this build reads up to \(supported)"
+        case let .locked(path): "store \(path) is locked by another process or another open engine"
+        case let .diskFull(path): "disk full while writing \(path)"
+        case let .readOnly(path): "\(path) is read-only"
+        case let .notAStore(path): "\(path) holds no Strata store"
+        case let .keyTooLarge(size, limit): "key of \(size) bytes is over the limit of \(limit)"
+        case let .valueTooLarge(size, limit): "value of \(size) bytes is over the limit of \(limit)"
+        case let .batchTooLarge(size, limit): "write batch of \(size) bytes is over the limit of \(limit)"
+        case let .unknownKeySpace(name): "unknown key space \"\(name)\""
+        case let .invalidKeySpaceName(name): "invalid key space name \"\(name)\""
+        case .closed: "the engine is closed"
+        case let .io(operation, path, errno): "\(operation) failed for \(path): errno \(errno)"
+        }
+    }
+}

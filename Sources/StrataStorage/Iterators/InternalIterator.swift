@@ -1,0 +1,149 @@
+/// An iterator over internal keys (user key + trailer) in internal-key order, in both
+/// directions. `key` and `value` stay valid until the iterator moves. An iterator that meets
+/// damaged data becomes invalid and reports it in `error`.
+protocol InternalIterator: AnyObject {
+    var isValid: Bool { get }
+    var key: UnsafeRawBufferPointer { get }
+    var value: UnsafeRawBufferPointer { get }
+    var error: StorageError? { get }
+    func seekToFirst()
+    func seekToLast()
+    /// First entry with internal key >= `target`.
+    func seek(_ target: UnsafeRawBufferPointer)
+    func next()
+    func prev()
+}
+
+/// Iterates one memtable. Holds the memtable alive, so its arena stays valid.
+final class MemtableIterator: InternalIterator {
+    private let table: Memtable
+    private var node: UnsafeMutableRawPointer?
+
+    init(_ table: Memtable) { self.table = table }
+
+    var isValid: Bool { node != nil }
+    var error: StorageError? { nil }
+    var key: UnsafeRawBufferPointer { Memtable.internalKey(node!) }
+    var value: UnsafeRawBufferPointer { Memtable.value(node!) }
+
+    func seekToFirst() { node = table.first() }
+    func seekToLast() { node = table.last() }
+
+    func seek(_ target: UnsafeRawBufferPointer) {
+        node = table.seek(InternalKey.userKey(target), trailer: InternalKey.trailer(target))
+    }
+
+    func next() {
+        guard let n = node else { return }
+        node = Memtable.next(n, 0)
+    }
+
+    func prev() {
+        guard let n = node else { return }
+        node = table.seekBefore(Memtable.userKey(n), trailer: Memtable.trailer(n))
+    }
+}
+
+/// Iterates one segment: the index block picks data blocks, read through the block cache.
+final class SegmentIterator: InternalIterator {
+    private let reader: SegmentReader
+    private let indexIterator: BlockIterator
+    private var dataIterator: BlockIterator?
+    private(set) var error: StorageError?
+
+    init(reader: SegmentReader, index: Block) {
+        self.reader = reader
+        indexIterator = index.makeIterator()
+    }
+
+    var isValid: Bool { dataIterator?.isValid ?? false }
+    var key: UnsafeRawBufferPointer { dataIterator!.key }
+    var value: UnsafeRawBufferPointer { dataIterator!.value }
+
+    private func fail(_ e: Error) {
+        error = (e as? StorageError) ?? .io(operation: "read", path: reader.path, errno: 0)
+        dataIterator = nil
+    }
+
+    /// Loads the data block the index iterator points at.
+    private func loadBlock() -> Bool {
+        guard indexIterator.isValid else {
+            if indexIterator.corrupted {
+                fail(StorageError.corruption(file: reader.path, offset: 0, reason: "malformed index block"))
+            }
+            dataIterator = nil
+            return false
+        }
+        do {
+            let h = try reader.handle(fromIndexValue: indexIterator.value)
+            dataIterator = try reader.dataBlock(h).makeIterator()
+            return true
+        } catch {
+            fail(error)
+            return false
+        }
+    }
+
+    private func checkData() -> Bool {
+        if let d = dataIterator, d.corrupted {
+            fail(StorageError.corruption(file: reader.path, offset: 0, reason: "malformed data block"))
+            return false
+        }
+        return true
+    }
+
+    /// Moves forward over blocks until a valid entry or the end.
+    private func skipEmptyForward() {
+        while let d = dataIterator, !d.isValid {
+            guard checkData() else { return }
+            indexIterator.next()
+            guard loadBlock() else { return }
+            dataIterator!.seekToFirst()
+        }
+    }
+
+    private func skipEmptyBackward() {
+        while let d = dataIterator, !d.isValid {
+            guard checkData() else { return }
+            indexIterator.prev()
+            guard loadBlock() else { return }
+            dataIterator!.seekToLast()
+        }
+    }
+
+    func seekToFirst() {
+        guard error == nil else { return }
+        indexIterator.seekToFirst()
+        guard loadBlock() else { return }
+        dataIterator!.seekToFirst()
+        skipEmptyForward()
+    }
+
+    func seekToLast() {
+        guard error == nil else { return }
+        indexIterator.seekToLast()
+        guard loadBlock() else { return }
+        dataIterator!.seekToLast()
+        skipEmptyBackward()
+    }
+
+    func seek(_ target: UnsafeRawBufferPointer) {
+        guard error == nil else { return }
+        indexIterator.seek(target)
+        guard loadBlock() else { return }
+        dataIterator!.seek(target)
+        skipEmptyForward()
+    }
+
+    func next() {
+        guard let d = dataIterator, d.isValid else { return }
+        d.next()
+        skipEmptyForward()
+    }
+
+    func prev() {
+        guard let d = dataIterator, d.isValid else { return }
+        d.prev()
+        skipEmptyBackward()
+    }
+}

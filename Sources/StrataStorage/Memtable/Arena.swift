@@ -1,0 +1,41 @@
+import Synchronization
+
+/// Bump allocator for memtable nodes. Memory is freed all at once when the memtable goes away,
+/// and never moves, so skip-list links can be raw pointers that readers follow without locks.
+/// Only the single writer allocates.
+final class Arena: @unchecked Sendable {
+    static let chunkBytes = 1 << 20
+
+    private var chunks: [UnsafeMutableRawPointer] = []
+    private var cursor: UnsafeMutableRawPointer?
+    private var remaining = 0
+    /// Bytes handed out plus chunk slack; read by other threads for statistics.
+    let usage = Atomic<Int>(0)
+
+    deinit {
+        for c in chunks { c.deallocate() }
+    }
+
+    /// Returns `bytes` bytes aligned to 8.
+    func allocate(_ bytes: Int) -> UnsafeMutableRawPointer {
+        let size = (bytes + 7) & ~7
+        if size > remaining {
+            if size > Self.chunkBytes / 4 {
+                // Large entries get a chunk of their own, so the current chunk's tail is kept.
+                let p = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
+                chunks.append(p)
+                usage.add(size, ordering: .relaxed)
+                return p
+            }
+            let p = UnsafeMutableRawPointer.allocate(byteCount: Self.chunkBytes, alignment: 8)
+            chunks.append(p)
+            cursor = p
+            remaining = Self.chunkBytes
+            usage.add(Self.chunkBytes, ordering: .relaxed)
+        }
+        let p = cursor!
+        cursor = p + size
+        remaining -= size
+        return p
+    }
+}

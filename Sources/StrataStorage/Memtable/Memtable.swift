@@ -1,0 +1,208 @@
+import CStrataSupport
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The sorted in-memory table of one key space: a skip list in an ``Arena``, ordered by internal
+/// key (SPEC.md §Key encoding). One writer at a time (the engine's commit leader) inserts; any
+/// number of readers read at the same time without locks, because a node is fully written before
+/// a release store links it in, and readers follow links with acquire loads (LevelDB's protocol).
+///
+/// Node layout (8-byte aligned): internal key length u32 | value length u32 | height u8, padding
+/// to 16 | `height` next pointers | internal key (user key + 8-byte trailer) | value bytes.
+final class Memtable: @unchecked Sendable {
+    static let maxHeight = 12
+    static let nodeHeaderBytes = 16
+
+    let keySpaceId: UInt32
+    private let arena = Arena()
+    private let head: UnsafeMutableRawPointer
+    private let currentHeight = Atomic<Int>(1)
+    private var rng: UInt64 = 0x2545_F491_4F6C_DD1D
+    /// Entries inserted; written by the writer only.
+    private(set) var entryCount = 0
+    private(set) var minSequence: UInt64 = .max
+    private(set) var maxSequence: UInt64 = 0
+    private(set) var userBytes = 0
+
+    init(keySpaceId: UInt32) {
+        self.keySpaceId = keySpaceId
+        head = arena.allocate(Self.nodeHeaderBytes + Self.maxHeight * 8)
+        head.storeBytes(of: UInt32(InternalKey.trailerBytes), as: UInt32.self)
+        head.storeBytes(of: 0, toByteOffset: 4, as: UInt32.self)
+        head.storeBytes(of: UInt8(Self.maxHeight), toByteOffset: 8, as: UInt8.self)
+        for i in 0..<Self.maxHeight { Self.nextSlot(head, i).pointee = nil }
+    }
+
+    var approximateBytes: Int { arena.usage.load(ordering: .relaxed) }
+    var isEmpty: Bool { entryCount == 0 }
+
+    // MARK: Node access
+
+    @inline(__always) static func nextSlot(_ node: UnsafeMutableRawPointer, _ level: Int) -> UnsafeMutablePointer<UnsafeMutableRawPointer?> {
+        (node + nodeHeaderBytes + level * 8).assumingMemoryBound(to: UnsafeMutableRawPointer?.self)
+    }
+
+    @inline(__always) static func next(_ node: UnsafeMutableRawPointer, _ level: Int) -> UnsafeMutableRawPointer? {
+        strata_load_acquire_ptr(nextSlot(node, level))
+    }
+
+    @inline(__always) static func height(_ node: UnsafeMutableRawPointer) -> Int {
+        Int(node.load(fromByteOffset: 8, as: UInt8.self))
+    }
+
+    /// The node's internal key: user key followed by the trailer.
+    @inline(__always) static func internalKey(_ node: UnsafeMutableRawPointer) -> UnsafeRawBufferPointer {
+        let keyLen = Int(node.load(as: UInt32.self))
+        return UnsafeRawBufferPointer(start: node + nodeHeaderBytes + height(node) * 8, count: keyLen)
+    }
+
+    @inline(__always) static func trailer(_ node: UnsafeMutableRawPointer) -> UInt64 {
+        InternalKey.trailer(internalKey(node))
+    }
+
+    @inline(__always) static func userKey(_ node: UnsafeMutableRawPointer) -> UnsafeRawBufferPointer {
+        let ik = internalKey(node)
+        return UnsafeRawBufferPointer(start: ik.baseAddress, count: ik.count - InternalKey.trailerBytes)
+    }
+
+    @inline(__always) static func value(_ node: UnsafeMutableRawPointer) -> UnsafeRawBufferPointer {
+        let keyLen = Int(node.load(as: UInt32.self))
+        let valueLen = Int(node.load(fromByteOffset: 4, as: UInt32.self))
+        return UnsafeRawBufferPointer(start: node + nodeHeaderBytes + height(node) * 8 + keyLen, count: valueLen)
+    }
+
+    /// Compares a node with (userKey, trailer) in internal-key order.
+    @inline(__always) static func compare(_ node: UnsafeMutableRawPointer, _ key: UnsafeRawBufferPointer, _ trailer: UInt64) -> Int {
+        let r = InternalKey.compareUserKeys(userKey(node), key)
+        if r != 0 { return r }
+        let t = Self.trailer(node)
+        return t > trailer ? -1 : (t < trailer ? 1 : 0)
+    }
+
+    // MARK: Writing (single writer)
+
+    private func randomHeight() -> Int {
+        var h = 1
+        while h < Self.maxHeight {
+            rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17
+            if rng & 3 != 0 { break }
+            h += 1
+        }
+        return h
+    }
+
+    /// Inserts an entry. REQUIRES: the caller is the only writer.
+    func insert(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, sequence: UInt64, kind: EntryKind) {
+        let trailer = InternalKey.trailer(sequence: sequence, kind: kind)
+        var prev = (UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none,
+                    UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none,
+                    UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none,
+                    UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none)
+        withUnsafeMutableBytes(of: &prev) { prevRaw in
+            let prevs = prevRaw.bindMemory(to: UnsafeMutableRawPointer?.self)
+            var x = head
+            var level = currentHeight.load(ordering: .relaxed) - 1
+            while true {
+                if let n = Self.next(x, level), Self.compare(n, key, trailer) < 0 {
+                    x = n
+                } else {
+                    prevs[level] = x
+                    if level == 0 { break }
+                    level -= 1
+                }
+            }
+            let h = randomHeight()
+            let cur = currentHeight.load(ordering: .relaxed)
+            if h > cur {
+                for i in cur..<h { prevs[i] = head }
+                // Readers that see the new height before the links find nil at the new levels
+                // from head and simply drop down: safe with a relaxed store.
+                currentHeight.store(h, ordering: .relaxed)
+            }
+            let ikLen = key.count + InternalKey.trailerBytes
+            let node = arena.allocate(Self.nodeHeaderBytes + h * 8 + ikLen + value.count)
+            node.storeBytes(of: UInt32(ikLen), as: UInt32.self)
+            node.storeBytes(of: UInt32(value.count), toByteOffset: 4, as: UInt32.self)
+            node.storeBytes(of: UInt8(h), toByteOffset: 8, as: UInt8.self)
+            let data = node + Self.nodeHeaderBytes + h * 8
+            if key.count > 0 { data.copyMemory(from: key.baseAddress!, byteCount: key.count) }
+            (data + key.count).storeBytes(of: trailer.littleEndian, as: UInt64.self)
+            if value.count > 0 { (data + ikLen).copyMemory(from: value.baseAddress!, byteCount: value.count) }
+            for i in 0..<h {
+                let p = prevs[i]!
+                strata_store_relaxed_ptr(Self.nextSlot(node, i), strata_load_relaxed_ptr(Self.nextSlot(p, i)))
+                strata_store_release_ptr(Self.nextSlot(p, i), node)
+            }
+        }
+        entryCount += 1
+        minSequence = min(minSequence, sequence)
+        maxSequence = max(maxSequence, sequence)
+        userBytes += key.count + value.count
+    }
+
+    // MARK: Reading (any thread)
+
+    /// First node at or after (key, trailer), or nil.
+    func seek(_ key: UnsafeRawBufferPointer, trailer: UInt64) -> UnsafeMutableRawPointer? {
+        var x = head
+        var level = currentHeight.load(ordering: .relaxed) - 1
+        while true {
+            let n = Self.next(x, level)
+            if let n, Self.compare(n, key, trailer) < 0 {
+                x = n
+            } else {
+                if level == 0 { return n }
+                level -= 1
+            }
+        }
+    }
+
+    /// Last node before (key, trailer), or nil.
+    func seekBefore(_ key: UnsafeRawBufferPointer, trailer: UInt64) -> UnsafeMutableRawPointer? {
+        var x = head
+        var level = currentHeight.load(ordering: .relaxed) - 1
+        while true {
+            if let n = Self.next(x, level), Self.compare(n, key, trailer) < 0 {
+                x = n
+            } else {
+                if level == 0 { return x == head ? nil : x }
+                level -= 1
+            }
+        }
+    }
+
+    func first() -> UnsafeMutableRawPointer? { Self.next(head, 0) }
+
+    func last() -> UnsafeMutableRawPointer? {
+        var x = head
+        var level = currentHeight.load(ordering: .relaxed) - 1
+        while true {
+            if let n = Self.next(x, level) {
+                x = n
+            } else {
+                if level == 0 { return x == head ? nil : x }
+                level -= 1
+            }
+        }
+    }
+
+    /// The newest version of `key` visible at `sequence`: `.found(value)`, `.deleted`, or nil when
+    /// this memtable has no visible version.
+    func get(_ key: UnsafeRawBufferPointer, sequence: UInt64) -> LookupResult? {
+        guard let n = seek(key, trailer: InternalKey.seekTrailer(sequence: sequence)),
+              Self.userKey(n).bytesEqual(key) else { return nil }
+        let t = Self.trailer(n)
+        return (t & 0xFF) == UInt64(EntryKind.value.rawValue) ? .found(Self.value(n)) : .deleted
+    }
+}
+
+/// Outcome of a point lookup in one layer of the tree. `found` points into memory that the
+/// layer keeps alive while the caller holds it.
+enum LookupResult {
+    case found(UnsafeRawBufferPointer)
+    case deleted
+}

@@ -1,0 +1,205 @@
+/// The decoded (uncompressed, checksum-verified) contents of one block, owned in its own memory so
+/// the block cache can hand it to many readers at once. Immutable after init.
+final class Block: @unchecked Sendable {
+    let storage: UnsafeMutableRawBufferPointer
+    /// Entries and restart array.
+    let contents: UnsafeRawBufferPointer
+    let restartsOffset: Int
+    let restartCount: Int
+
+    /// Takes ownership of `storage`, whose first `contentsCount` bytes are the block.
+    /// Throws corruption when the restart array does not fit.
+    init(taking storage: UnsafeMutableRawBufferPointer, contentsCount: Int, file: String, offset: UInt64,
+         parseRestarts: Bool = true) throws {
+        self.storage = storage
+        contents = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(storage)[0..<contentsCount])
+        guard parseRestarts else {
+            // Raw payload (filter, properties): no entries to iterate.
+            restartCount = 0
+            restartsOffset = 0
+            return
+        }
+        guard contentsCount >= 4 else {
+            storage.deallocate()
+            throw StorageError.corruption(file: file, offset: offset, reason: "block too short")
+        }
+        let n = Int(loadFixed32(contents, contentsCount - 4))
+        guard n >= 1, n <= (contentsCount - 4) / 4 else {
+            storage.deallocate()
+            throw StorageError.corruption(file: file, offset: offset, reason: "bad restart count \(n)")
+        }
+        restartCount = n
+        restartsOffset = contentsCount - 4 - n * 4
+        for i in 0..<n {
+            let r = Int(loadFixed32(contents, restartsOffset + i * 4))
+            if r >= restartsOffset && !(r == 0 && restartsOffset == 0) {
+                storage.deallocate()
+                throw StorageError.corruption(file: file, offset: offset, reason: "restart point out of range")
+            }
+        }
+    }
+
+    deinit { storage.deallocate() }
+
+    /// Bytes charged to the block cache.
+    var charge: Int { storage.count + 128 }
+
+    @inline(__always) func restartPoint(_ i: Int) -> Int {
+        Int(loadFixed32(contents, restartsOffset + i * 4))
+    }
+
+    func makeIterator() -> BlockIterator { BlockIterator(block: self) }
+}
+
+/// Iterates a ``Block`` in both directions. Keys are rebuilt into an owned buffer; values point
+/// into the block, which the iterator keeps alive. A malformed entry makes the iterator invalid
+/// and sets `corrupted`, never traps.
+final class BlockIterator {
+    let block: Block
+    private let data: UnsafeRawBufferPointer
+    private let limit: Int
+    private var keyBuffer: UnsafeMutableRawPointer
+    private var keyCapacity: Int
+    private(set) var keyCount = 0
+    /// Offset of the current entry; `limit` when not valid.
+    private var current: Int
+    private var nextOffset: Int = 0
+    private var valueOffset = 0
+    private var valueCount = 0
+    private var restartIndex = 0
+    private(set) var corrupted = false
+
+    init(block: Block) {
+        self.block = block
+        data = block.contents
+        limit = block.restartsOffset
+        current = block.restartsOffset
+        keyCapacity = 64
+        keyBuffer = UnsafeMutableRawPointer.allocate(byteCount: keyCapacity, alignment: 8)
+    }
+
+    deinit { keyBuffer.deallocate() }
+
+    @inline(__always) var isValid: Bool { current < limit }
+
+    @inline(__always) var key: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: keyBuffer, count: keyCount)
+    }
+
+    @inline(__always) var value: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: data[valueOffset..<(valueOffset + valueCount)])
+    }
+
+    private func markCorrupted() {
+        corrupted = true
+        current = limit
+        keyCount = 0
+    }
+
+    @inline(__always) private func readVarint(_ p: inout Int) -> Int? {
+        var result = 0
+        var shift = 0
+        while p < limit && shift <= 28 {
+            let b = data[p]
+            p += 1
+            result |= Int(b & 0x7F) << shift
+            if b < 0x80 { return result }
+            shift += 7
+        }
+        return nil
+    }
+
+    /// Decodes the entry at `nextOffset` into the current position. Returns false at the end.
+    @inline(__always) private func parseNext() -> Bool {
+        current = nextOffset
+        guard current < limit else {
+            current = limit
+            return false
+        }
+        var p = current
+        guard let shared = readVarint(&p), let unshared = readVarint(&p), let vlen = readVarint(&p),
+              shared <= keyCount, unshared <= limit - p, vlen <= limit - p - unshared,
+              shared + unshared >= InternalKey.trailerBytes
+        else {
+            markCorrupted()
+            return false
+        }
+        let newCount = shared + unshared
+        if newCount > keyCapacity {
+            let cap = max(newCount, keyCapacity * 2)
+            let nb = UnsafeMutableRawPointer.allocate(byteCount: cap, alignment: 8)
+            nb.copyMemory(from: keyBuffer, byteCount: shared)
+            keyBuffer.deallocate()
+            keyBuffer = nb
+            keyCapacity = cap
+        }
+        if unshared > 0 { (keyBuffer + shared).copyMemory(from: data.baseAddress! + p, byteCount: unshared) }
+        keyCount = newCount
+        valueOffset = p + unshared
+        valueCount = vlen
+        nextOffset = valueOffset + vlen
+        while restartIndex + 1 < block.restartCount && block.restartPoint(restartIndex + 1) <= current {
+            restartIndex += 1
+        }
+        return true
+    }
+
+    private func seekToRestart(_ index: Int) {
+        keyCount = 0
+        restartIndex = index
+        nextOffset = block.restartPoint(index)
+    }
+
+    func seekToFirst() {
+        seekToRestart(0)
+        _ = parseNext()
+    }
+
+    func seekToLast() {
+        seekToRestart(block.restartCount - 1)
+        while parseNext() && nextOffset < limit {}
+    }
+
+    func next() {
+        guard isValid else { return }
+        _ = parseNext()
+    }
+
+    func prev() {
+        guard isValid else { return }
+        let original = current
+        // Back to the restart point before the current entry, then forward to its predecessor.
+        while block.restartPoint(restartIndex) >= original {
+            if restartIndex == 0 {
+                current = limit
+                keyCount = 0
+                return
+            }
+            restartIndex -= 1
+        }
+        seekToRestart(restartIndex)
+        while parseNext() && nextOffset < original {}
+    }
+
+    /// Positions at the first entry with internal key >= `target`.
+    func seek(_ target: UnsafeRawBufferPointer) {
+        var lo = 0, hi = block.restartCount - 1
+        // Last restart whose key is < target.
+        while lo < hi {
+            let mid = (lo + hi + 1) / 2
+            var p = block.restartPoint(mid)
+            guard let shared = readVarint(&p), let unshared = readVarint(&p), readVarint(&p) != nil,
+                  shared == 0, unshared <= limit - p, unshared >= InternalKey.trailerBytes
+            else {
+                markCorrupted()
+                return
+            }
+            let k = UnsafeRawBufferPointer(rebasing: data[p..<(p + unshared)])
+            if InternalKey.compare(k, target) < 0 { lo = mid } else { hi = mid - 1 }
+        }
+        seekToRestart(lo)
+        while parseNext() {
+            if InternalKey.compare(key, target) >= 0 { return }
+        }
+    }
+}

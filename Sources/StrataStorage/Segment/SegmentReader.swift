@@ -1,0 +1,202 @@
+import CLZ4
+
+/// An open segment file: footer, index, bloom filter and properties in memory; data blocks read
+/// on demand through the shared ``BlockCache``. Every block read is checksum-verified
+/// (SPEC.md §Segment). Safe for concurrent use.
+final class SegmentReader: @unchecked Sendable {
+    let fileNumber: UInt64
+    let path: String
+    private let file: any ReadableFile
+    let fileSize: UInt64
+    let properties: SegmentProperties
+    private let index: Block
+    private let filter: [UInt8]
+    private let cache: BlockCache
+    private let stats: StatisticsCounters
+
+    static func open(fileSystem: any FileSystem, path: String, fileNumber: UInt64, cache: BlockCache,
+                     stats: StatisticsCounters) throws -> SegmentReader {
+        let file = try fileSystem.openReadable(path)
+        do {
+            return try SegmentReader(file: file, path: path, fileNumber: fileNumber, cache: cache, stats: stats)
+        } catch {
+            file.close()
+            throw error
+        }
+    }
+
+    private init(file: any ReadableFile, path: String, fileNumber: UInt64, cache: BlockCache, stats: StatisticsCounters) throws {
+        self.file = file
+        self.path = path
+        self.fileNumber = fileNumber
+        self.cache = cache
+        self.stats = stats
+        let fileSize = file.size
+        self.fileSize = fileSize
+        let footerBytes = FormatConstants.segmentFooterBytes
+        guard fileSize >= UInt64(footerBytes) else {
+            throw StorageError.corruption(file: path, offset: 0, reason: "file of \(fileSize) bytes is too short to be a segment")
+        }
+        var raw = [UInt8](repeating: 0, count: footerBytes)
+        try raw.withUnsafeMutableBytes { buf in
+            try Self.readExactly(file, path: path, offset: fileSize - UInt64(footerBytes), into: buf)
+        }
+        let footer = try raw.withUnsafeBytes { try SegmentFooter.decode($0, file: path, fileSize: fileSize) }
+        index = try Self.readBlock(file: file, path: path, handle: footer.index)
+        let filterBlock = try Self.readBlock(file: file, path: path, handle: footer.filter, parseRestarts: false)
+        filter = Array(UnsafeRawBufferPointer(rebasing: filterBlock.storage[0..<filterBlock.contents.count]))
+        let propsBlock = try Self.readBlock(file: file, path: path, handle: footer.properties, parseRestarts: false)
+        guard let props = SegmentProperties.decode(propsBlock.contents) else {
+            throw StorageError.corruption(file: path, offset: footer.properties.offset, reason: "malformed properties block")
+        }
+        properties = props
+    }
+
+    deinit { file.close() }
+
+    func close() { file.close() }
+
+    private static func readExactly(_ file: any ReadableFile, path: String, offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws {
+        var done = 0
+        while done < buffer.count {
+            let n = try file.read(at: offset + UInt64(done), into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]))
+            if n == 0 {
+                throw StorageError.corruption(file: path, offset: offset, reason: "block extends past the end of the file")
+            }
+            done += n
+        }
+    }
+
+    /// Reads, verifies and decompresses one block. Filter and properties blocks are handled
+    /// here too: for them the "contents" are raw bytes, so the restart-array check is skipped.
+    private static func readBlock(file: any ReadableFile, path: String, handle: BlockHandle, parseRestarts: Bool = true) throws -> Block {
+        let trailer = FormatConstants.blockTrailerBytes
+        guard handle.size <= UInt64(Int32.max), handle.offset + handle.size + UInt64(trailer) <= file.size else {
+            throw StorageError.corruption(file: path, offset: handle.offset, reason: "block handle out of range")
+        }
+        let n = Int(handle.size)
+        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: n + trailer, alignment: 8)
+        do {
+            try readExactly(file, path: path, offset: handle.offset, into: buf)
+        } catch {
+            buf.deallocate()
+            throw error
+        }
+        let raw = UnsafeRawBufferPointer(buf)
+        let stored = Checksum.unmask(loadFixed32(raw, n + 1))
+        guard stored == Checksum.crc32c(UnsafeRawBufferPointer(rebasing: raw[0..<(n + 1)])) else {
+            buf.deallocate()
+            throw StorageError.corruption(file: path, offset: handle.offset, reason: "block checksum mismatch")
+        }
+        switch BlockCompression(rawValue: raw[n]) {
+        case .none?:
+            return try Block(taking: buf, contentsCount: n, file: path, offset: handle.offset, parseRestarts: parseRestarts)
+        case .lz4?:
+            defer { buf.deallocate() }
+            var r = ByteReader(UnsafeRawBufferPointer(rebasing: raw[0..<n]))
+            guard let size = r.readVarintInt(limit: 2 * StorageLimits.maxValueBytes + StorageLimits.maxKeyBytes + 1024) else {
+                throw StorageError.corruption(file: path, offset: handle.offset, reason: "bad uncompressed length")
+            }
+            let out = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1), alignment: 8)
+            let got = Int(LZ4_decompress_safe((raw.baseAddress! + r.offset).assumingMemoryBound(to: CChar.self),
+                                              out.baseAddress!.assumingMemoryBound(to: CChar.self),
+                                              Int32(n - r.offset), Int32(size)))
+            guard got == size else {
+                out.deallocate()
+                throw StorageError.corruption(file: path, offset: handle.offset, reason: "lz4 payload does not decompress")
+            }
+            return try Block(taking: out, contentsCount: size, file: path, offset: handle.offset, parseRestarts: parseRestarts)
+        case nil:
+            buf.deallocate()
+            throw StorageError.corruption(file: path, offset: handle.offset, reason: "unknown block compression \(raw[n])")
+        }
+    }
+
+    /// A data block, from the cache or from the file.
+    func dataBlock(_ handle: BlockHandle) throws -> Block {
+        let key = BlockCache.Key(segmentId: fileNumber, offset: handle.offset)
+        if let b = cache.get(key) {
+            stats.blockCacheHits.add(1, ordering: .relaxed)
+            return b
+        }
+        stats.blockCacheMisses.add(1, ordering: .relaxed)
+        let b = try Self.readBlock(file: file, path: path, handle: handle)
+        stats.bytesRead.add(handle.size + UInt64(FormatConstants.blockTrailerBytes), ordering: .relaxed)
+        cache.insert(key, b)
+        return b
+    }
+
+    /// Decodes an index entry's value.
+    func handle(fromIndexValue value: UnsafeRawBufferPointer) throws -> BlockHandle {
+        var r = ByteReader(value)
+        guard let h = BlockHandle.decode(&r) else {
+            throw StorageError.corruption(file: path, offset: 0, reason: "malformed index entry")
+        }
+        return h
+    }
+
+    /// Whether the bloom filter rules the key out.
+    @inline(__always) func mayContain(hash: UInt64) -> Bool {
+        filter.withUnsafeBytes { BloomFilter.mayContain($0, hash: hash) }
+    }
+
+    /// The newest entry for `userKey` at or below the lookup key's sequence.
+    /// `lookupKey` is the internal key (userKey, seekTrailer(sequence)).
+    func get(lookupKey: UnsafeRawBufferPointer, hash: UInt64) throws -> SegmentLookup? {
+        guard mayContain(hash: hash) else {
+            stats.bloomNegatives.add(1, ordering: .relaxed)
+            return nil
+        }
+        let idx = index.makeIterator()
+        idx.seek(lookupKey)
+        guard idx.isValid else {
+            if idx.corrupted { throw StorageError.corruption(file: path, offset: 0, reason: "malformed index block") }
+            return nil
+        }
+        let block = try dataBlock(try handle(fromIndexValue: idx.value))
+        let it = block.makeIterator()
+        it.seek(lookupKey)
+        if it.corrupted { throw StorageError.corruption(file: path, offset: 0, reason: "malformed data block") }
+        guard it.isValid, InternalKey.userKey(it.key).bytesEqual(InternalKey.userKey(lookupKey)) else { return nil }
+        if InternalKey.trailer(it.key) & 0xFF == UInt64(EntryKind.deletion.rawValue) { return .deleted }
+        let v = it.value
+        return .found(block, v.baseAddress! - block.contents.baseAddress!, v.count)
+    }
+
+    func makeIterator() -> SegmentIterator { SegmentIterator(reader: self, index: index) }
+
+    /// Reads and verifies every block of the file (for `verify`): returns the number of entries.
+    func verifyAllBlocks() throws -> UInt64 {
+        let idx = index.makeIterator()
+        idx.seekToFirst()
+        var entries: UInt64 = 0
+        var previous: [UInt8] = []
+        while idx.isValid {
+            let h = try handle(fromIndexValue: idx.value)
+            let b = try Self.readBlock(file: file, path: path, handle: h)
+            let it = b.makeIterator()
+            it.seekToFirst()
+            while it.isValid {
+                if !previous.isEmpty, previous.withUnsafeBytes({ InternalKey.compare($0, it.key) }) >= 0 {
+                    throw StorageError.corruption(file: path, offset: h.offset, reason: "keys out of order")
+                }
+                previous = Array(it.key)
+                entries += 1
+                it.next()
+            }
+            if it.corrupted { throw StorageError.corruption(file: path, offset: h.offset, reason: "malformed data block") }
+            idx.next()
+        }
+        if idx.corrupted { throw StorageError.corruption(file: path, offset: 0, reason: "malformed index block") }
+        guard entries == properties.entryCount else {
+            throw StorageError.corruption(file: path, offset: 0, reason: "holds \(entries) entries, properties say \(properties.entryCount)")
+        }
+        return entries
+    }
+}
+
+/// A point-lookup hit in a segment: the value lies at `offset..<offset+count` of the block.
+enum SegmentLookup {
+    case found(Block, Int, Int)
+    case deleted
+}

@@ -1,0 +1,150 @@
+import CLZ4
+
+/// Tuning of the segment layout; recorded nowhere on disk because readers do not need it.
+struct SegmentLayout: Sendable {
+    var blockBytes = 4096
+    var restartInterval = 16
+    var bloomBitsPerKey = 10
+    var compress = true
+}
+
+/// Writes one immutable sorted segment file (SPEC.md §Segment):
+/// data blocks | filter block | properties block | index block | footer.
+/// Every block is followed by its trailer: compression type (1 byte) and the masked CRC32C of the
+/// payload and the type byte.
+final class SegmentWriter {
+    private let file: any WritableFile
+    let path: String
+    private let layout: SegmentLayout
+    private var dataBlock: BlockBuilder
+    private var indexBlock = BlockBuilder(restartInterval: 1)
+    private var output = ByteWriter(capacity: 256 * 1024)
+    private var offset: UInt64 = 0
+    private var hashes: [UInt64] = []
+    private var lastUserKey: [UInt8] = []
+    private var hasLastUserKey = false
+    private var compressScratch: [UInt8] = []
+    private var properties: SegmentProperties
+    private var pendingIndexKey: [UInt8]?
+    private var pendingHandle = BlockHandle(offset: 0, size: 0)
+
+    init(file: any WritableFile, path: String, keySpaceId: UInt32, layout: SegmentLayout) {
+        self.file = file
+        self.path = path
+        self.layout = layout
+        dataBlock = BlockBuilder(restartInterval: layout.restartInterval)
+        properties = SegmentProperties(keySpaceId: keySpaceId, entryCount: 0, deletionCount: 0,
+                                       minSequence: .max, maxSequence: 0, smallestKey: [], largestKey: [],
+                                       rawKeyBytes: 0, rawValueBytes: 0, dataBlockCount: 0)
+    }
+
+    /// Bytes written so far (including buffered).
+    var fileSize: UInt64 { offset }
+
+    /// Adds an entry. REQUIRES: internal keys strictly increasing.
+    func add(internalKey: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
+        if let k = pendingIndexKey {
+            addIndexEntry(k)
+        }
+        let userKey = InternalKey.userKey(internalKey)
+        if !hasLastUserKey || !lastUserKey.withUnsafeBytes({ $0.bytesEqual(userKey) }) {
+            hashes.append(BloomFilter.hash(userKey))
+            lastUserKey.removeAll(keepingCapacity: true)
+            lastUserKey.append(contentsOf: userKey)
+            hasLastUserKey = true
+        }
+        let trailer = InternalKey.trailer(internalKey)
+        let seq = trailer >> 8
+        if properties.entryCount == 0 { properties.smallestKey = Array(internalKey) }
+        properties.entryCount += 1
+        if trailer & 0xFF == UInt64(EntryKind.deletion.rawValue) { properties.deletionCount += 1 }
+        properties.minSequence = min(properties.minSequence, seq)
+        properties.maxSequence = max(properties.maxSequence, seq)
+        properties.rawKeyBytes += UInt64(userKey.count)
+        properties.rawValueBytes += UInt64(value.count)
+        dataBlock.add(key: internalKey, value: value)
+        if dataBlock.estimatedSize >= layout.blockBytes {
+            try finishDataBlock()
+        }
+    }
+
+    private func addIndexEntry(_ key: [UInt8]) {
+        var w = ByteWriter(capacity: 20)
+        pendingHandle.encode(into: &w)
+        key.withUnsafeBytes { k in w.bytes.withUnsafeBytes { v in indexBlock.add(key: k, value: v) } }
+        pendingIndexKey = nil
+    }
+
+    private func finishDataBlock() throws {
+        guard !dataBlock.isEmpty else { return }
+        let lastKey = dataBlock.lastKey
+        let contents = dataBlock.finish()
+        pendingHandle = try writeBlock(contents, compress: layout.compress)
+        // The index entry is the block's last key; added lazily so finish() can write the last one.
+        pendingIndexKey = lastKey
+        properties.largestKey = lastKey
+        properties.dataBlockCount += 1
+        dataBlock.reset()
+    }
+
+    /// Buffers one block with its trailer; returns its handle.
+    private func writeBlock(_ contents: [UInt8], compress: Bool) throws -> BlockHandle {
+        var type = BlockCompression.none
+        var payload = contents
+        if compress, contents.count >= 64 {
+            let bound = Int(LZ4_compressBound(Int32(contents.count)))
+            if compressScratch.count < bound + 10 { compressScratch = [UInt8](repeating: 0, count: bound + 10) }
+            var header = ByteWriter(capacity: 10)
+            header.appendVarint(UInt64(contents.count))
+            let hl = header.count
+            let n = contents.withUnsafeBytes { src in
+                compressScratch.withUnsafeMutableBytes { dst in
+                    for i in 0..<hl { dst[i] = header.bytes[i] }
+                    return Int(LZ4_compress_default(src.baseAddress!.assumingMemoryBound(to: CChar.self),
+                                                    (dst.baseAddress! + hl).assumingMemoryBound(to: CChar.self),
+                                                    Int32(contents.count), Int32(bound)))
+                }
+            }
+            // Keep compression only when it saves at least 1/8: decompressing costs reads.
+            if n > 0, hl + n < contents.count - contents.count / 8 {
+                type = .lz4
+                payload = Array(compressScratch[0..<(hl + n)])
+            }
+        }
+        let handle = BlockHandle(offset: offset, size: UInt64(payload.count))
+        output.append(payload)
+        output.append(type.rawValue)
+        var crc = payload.withUnsafeBytes { Checksum.crc32c($0) }
+        crc = withUnsafeBytes(of: type.rawValue) { Checksum.crc32c($0, extending: crc) }
+        output.appendFixed32(Checksum.mask(crc))
+        offset += UInt64(payload.count + FormatConstants.blockTrailerBytes)
+        if output.count >= 256 * 1024 { try flushOutput() }
+        return handle
+    }
+
+    private func flushOutput() throws {
+        try output.bytes.withUnsafeBytes { try file.append($0) }
+        output.removeAll()
+    }
+
+    /// Writes the remaining blocks and the footer, syncs and closes the file.
+    func finish() throws -> SegmentProperties {
+        try finishDataBlock()
+        if let k = pendingIndexKey { addIndexEntry(k) }
+        let filterHandle = try writeBlock(BloomFilter.build(hashes: hashes, bitsPerKey: layout.bloomBitsPerKey), compress: false)
+        if properties.entryCount == 0 { properties.minSequence = 0 }
+        let propsHandle = try writeBlock(properties.encode(), compress: false)
+        let indexHandle = try writeBlock(indexBlock.finish(), compress: false)
+        output.append(SegmentFooter(index: indexHandle, filter: filterHandle, properties: propsHandle).encode())
+        offset += UInt64(FormatConstants.segmentFooterBytes)
+        try flushOutput()
+        try file.sync()
+        try file.close()
+        return properties
+    }
+
+    /// Gives up on the file (the caller removes it).
+    func abandon() {
+        try? file.close()
+    }
+}

@@ -1,0 +1,51 @@
+/// Appends checksummed records to a log file: the framing shared by the write-ahead log and the
+/// manifest (SPEC.md §Log framing).
+///
+/// Record = masked CRC32C (4, LE) | payload length (4, LE) | payload. The CRC covers the length
+/// field and the payload, so a damaged length is caught like damaged data.
+final class LogWriter {
+    let file: any WritableFile
+    let path: String
+    private var scratch = ByteWriter(capacity: 64 * 1024)
+
+    init(file: any WritableFile, path: String) {
+        self.file = file
+        self.path = path
+    }
+
+    var size: UInt64 { file.size }
+
+    /// Frames `payload` into `out` (no I/O), so several records can go out in one write.
+    static func frame(_ payload: UnsafeRawBufferPointer, into out: inout ByteWriter) {
+        let start = out.count
+        out.appendFixed32(0)
+        out.appendFixed32(UInt32(payload.count))
+        out.append(payload)
+        let crc = out.bytes.withUnsafeBytes { raw in
+            Checksum.crc32c(UnsafeRawBufferPointer(rebasing: raw[(start + 4)...]))
+        }
+        out.setFixed32(Checksum.mask(crc), at: start)
+    }
+
+    /// Appends one record. On failure the file is cut back to where it was, so a failed append
+    /// never leaves half a record in front of later ones.
+    func addRecord(_ payload: UnsafeRawBufferPointer) throws {
+        scratch.removeAll()
+        Self.frame(payload, into: &scratch)
+        try appendFramed(scratch.bytes)
+    }
+
+    /// Appends bytes already framed with `frame(_:into:)`; cuts back on failure.
+    func appendFramed(_ bytes: [UInt8]) throws {
+        let before = file.size
+        do {
+            try bytes.withUnsafeBytes { try file.append($0) }
+        } catch {
+            try? file.truncate(to: before)
+            throw error
+        }
+    }
+
+    func sync() throws { try file.sync() }
+    func close() throws { try file.close() }
+}
