@@ -14,6 +14,8 @@ public struct WriteBatch: Sendable {
     /// Key and value bytes, for the "user bytes written" statistic.
     @usableFromInline var userBytes: Int = 0
     @usableFromInline var limitError: StorageError?
+    /// Highest key-space id used, so the engine can reject handles it does not know.
+    @usableFromInline var maxKeySpaceId: UInt32 = 0
 
     public init() {
         rep = [0, 0, 0, 0]
@@ -32,6 +34,7 @@ public struct WriteBatch: Sendable {
         operationCount = 0
         userBytes = 0
         limitError = nil
+        maxKeySpaceId = 0
     }
 
     /// Adds a put of `value` under `key` in `keySpace`.
@@ -46,12 +49,14 @@ public struct WriteBatch: Sendable {
             return
         }
         rep.append(EntryKind.value.rawValue)
+        maxKeySpaceId = max(maxKeySpaceId, keySpace.id)
         appendVarint(UInt64(keySpace.id))
         appendVarint(UInt64(key.count))
         rep.append(contentsOf: key)
         appendVarint(UInt64(value.count))
         rep.append(contentsOf: value)
         operationCount += 1
+        storeCount()
         userBytes += key.count + value.count
     }
 
@@ -63,10 +68,12 @@ public struct WriteBatch: Sendable {
             return
         }
         rep.append(EntryKind.deletion.rawValue)
+        maxKeySpaceId = max(maxKeySpaceId, keySpace.id)
         appendVarint(UInt64(keySpace.id))
         appendVarint(UInt64(key.count))
         rep.append(contentsOf: key)
         operationCount += 1
+        storeCount()
         userBytes += key.count
     }
 
@@ -90,13 +97,14 @@ public struct WriteBatch: Sendable {
         rep.append(UInt8(v))
     }
 
-    /// The encoding with its count filled in.
-    func sealedRepresentation() -> [UInt8] {
-        var r = rep
-        withUnsafeBytes(of: UInt32(operationCount).littleEndian) { c in
-            for i in 0..<4 { r[i] = c[i] }
-        }
-        return r
+    /// Keeps the leading count of `rep` current, so `rep` is always a complete encoding.
+    @inlinable
+    mutating func storeCount() {
+        let c = UInt32(truncatingIfNeeded: operationCount)
+        rep[0] = UInt8(truncatingIfNeeded: c)
+        rep[1] = UInt8(truncatingIfNeeded: c >> 8)
+        rep[2] = UInt8(truncatingIfNeeded: c >> 16)
+        rep[3] = UInt8(truncatingIfNeeded: c >> 24)
     }
 }
 

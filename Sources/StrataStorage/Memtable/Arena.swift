@@ -9,8 +9,10 @@ final class Arena: @unchecked Sendable {
     private var chunks: [UnsafeMutableRawPointer] = []
     private var cursor: UnsafeMutableRawPointer?
     private var remaining = 0
-    /// Bytes handed out plus chunk slack; read by other threads for statistics.
+    /// Bytes handed out (what the memtable size limit counts); read by other threads.
     let usage = Atomic<Int>(0)
+    /// Bytes of memory held, including unused chunk tails.
+    let reserved = Atomic<Int>(0)
 
     deinit {
         for c in chunks { c.deallocate() }
@@ -25,14 +27,16 @@ final class Arena: @unchecked Sendable {
                 let p = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
                 chunks.append(p)
                 usage.add(size, ordering: .relaxed)
+                reserved.add(size, ordering: .relaxed)
                 return p
             }
             let p = UnsafeMutableRawPointer.allocate(byteCount: Self.chunkBytes, alignment: 8)
             chunks.append(p)
             cursor = p
             remaining = Self.chunkBytes
-            usage.add(Self.chunkBytes, ordering: .relaxed)
+            reserved.add(Self.chunkBytes, ordering: .relaxed)
         }
+        usage.add(size, ordering: .relaxed)
         let p = cursor!
         cursor = p + size
         remaining -= size

@@ -1,0 +1,205 @@
+import Dispatch
+import Synchronization
+
+/// What readers see: the memtables and the segment version, captured together.
+final class ReadView: Sendable {
+    let memtables: [UInt32: Memtable]
+    let immutables: [UInt32: Memtable]?
+    let version: Version
+
+    init(memtables: [UInt32: Memtable], immutables: [UInt32: Memtable]?, version: Version) {
+        self.memtables = memtables
+        self.immutables = immutables
+        self.version = version
+    }
+}
+
+/// Strata's storage engine: an embedded, log-structured key-value store with named key spaces,
+/// atomic multi-key-space batches, snapshots and crash recovery. It knows nothing about objects.
+///
+/// ```swift
+/// let engine = try Engine.open(directory: "/tmp/db")
+/// let users = try engine.keySpace(named: "users")
+/// var batch = WriteBatch()
+/// batch.put(Array("alice".utf8), Array("admin".utf8), in: users)
+/// try engine.write(batch)
+/// let role = try engine.get(Array("alice".utf8), in: users)   // [UInt8]("admin".utf8)
+/// engine.close()
+/// ```
+///
+/// An `Engine` is safe to use from many threads. Writes are serialised through a commit queue
+/// (with group commit); reads never block writes.
+public final class Engine: @unchecked Sendable {
+    /// The directory holding the store.
+    public let directory: String
+    let options: EngineOptions
+    let fileSystem: any FileSystem
+    let layout: SegmentLayout
+    let stats = StatisticsCounters()
+    let cache: BlockCache
+    let snapshots = SnapshotList()
+    let flushQueue = DispatchQueue(label: "strata.flush")
+    let isClosed = Atomic<Bool>(false)
+    /// Highest sequence number whose write is complete and visible to new reads.
+    let visibleSequence = Atomic<UInt64>(0)
+    private let viewBox: Mutex<ReadView>
+
+    // Guarded by `commitLock`: the commit queue, the memtables, flush state.
+    let commitLock = ConditionLock()
+    var writers: [PendingWrite] = []
+    var memtables: [UInt32: Memtable] = [:]
+    var immutables: [UInt32: Memtable]?
+    /// The WAL that took writes after `immutables` was frozen; once they are in segments, WALs
+    /// older than it can go.
+    var immutableLogNumber: UInt64 = 0
+    var flushRunning = false
+    var backgroundError: StorageError?
+    /// Last sequence number handed out (may run ahead of `visibleSequence` while a group commits).
+    var lastSequence: UInt64 = 0
+    var wal: LogWriter
+    var walNumber: UInt64
+    var walNeedsRotation = false
+    var keySpacesByName: [String: KeySpace] = [:]
+    private var fileLock: (any FileLock)?
+
+    // Guarded by `manifestLock`: the version set (manifest edits are applied one at a time).
+    let manifestLock = ConditionLock()
+    let versions: VersionSet
+
+    /// Opens (or creates) the store in `directory`.
+    ///
+    /// Recovery replays the write-ahead log: a torn last record is dropped; damage before the
+    /// end is an error. Throws ``StorageError/locked(path:)`` if the store is open elsewhere.
+    public static func open(directory: String, options: EngineOptions = EngineOptions()) throws -> Engine {
+        try Engine(directory: directory, options: options)
+    }
+
+    private init(directory: String, options: EngineOptions) throws {
+        self.directory = directory
+        self.options = options
+        fileSystem = options.fileSystem
+        layout = options.segmentLayout
+        cache = BlockCache(capacityBytes: max(1 << 20, options.blockCacheBytes))
+        let recovered = try Recovery.run(directory: directory, options: options, stats: stats, cache: cache)
+        fileLock = recovered.lock
+        versions = recovered.versions
+        memtables = recovered.memtables
+        lastSequence = recovered.lastSequence
+        visibleSequence.store(recovered.lastSequence, ordering: .releasing)
+        wal = recovered.wal
+        walNumber = recovered.walNumber
+        for ks in versions.keySpaces { keySpacesByName[ks.name] = ks }
+        viewBox = Mutex(ReadView(memtables: recovered.memtables, immutables: nil, version: recovered.versions.current))
+        for name in options.keySpaces { _ = try keySpace(named: name) }
+    }
+
+    deinit { close() }
+
+    /// Closes the store: waits for a running flush, closes the files, releases the lock. Data
+    /// in the memtable stays in the write-ahead log and is replayed at the next open. Further
+    /// calls throw ``StorageError/closed``. Closing twice is harmless.
+    public func close() {
+        guard isClosed.exchange(true, ordering: .acquiringAndReleasing) == false else { return }
+        commitLock.lock()
+        while flushRunning || !writers.isEmpty { commitLock.wait() }
+        try? wal.close()
+        commitLock.unlock()
+        manifestLock.withLock { versions.close() }
+        fileLock?.release()
+        fileLock = nil
+    }
+
+    @inline(__always) func checkOpen() throws {
+        if isClosed.load(ordering: .relaxed) { throw StorageError.closed }
+    }
+
+    // MARK: Key spaces
+
+    /// The default key space, present in every store.
+    public var defaultKeySpace: KeySpace { keySpacesByNameLocked("default")! }
+
+    /// All key spaces of the store, in creation order.
+    public var keySpaces: [KeySpace] {
+        commitLock.withLock { keySpacesByName.values.sorted { $0.id < $1.id } }
+    }
+
+    private func keySpacesByNameLocked(_ name: String) -> KeySpace? {
+        commitLock.withLock { keySpacesByName[name] }
+    }
+
+    /// The key space called `name`, created (durably, through the manifest) if it does not exist.
+    public func keySpace(named name: String) throws -> KeySpace {
+        try checkOpen()
+        let nameBytes = name.utf8.count
+        guard nameBytes > 0, nameBytes <= StorageLimits.maxKeySpaceNameBytes else {
+            throw StorageError.invalidKeySpaceName(name)
+        }
+        commitLock.lock()
+        defer { commitLock.unlock() }
+        if let ks = keySpacesByName[name] { return ks }
+        guard keySpacesByName.count < StorageLimits.maxKeySpaces else { throw StorageError.invalidKeySpaceName(name) }
+        let ks = KeySpace(id: UInt32(keySpacesByName.count), name: name)
+        var edit = VersionEdit()
+        edit.addedKeySpaces = [ks]
+        try manifestLock.withLock { try versions.logAndApply(edit) }
+        keySpacesByName[name] = ks
+        memtables[ks.id] = Memtable(keySpaceId: ks.id)
+        publishView()
+        return ks
+    }
+
+    /// The key space called `name` if it exists.
+    public func existingKeySpace(named name: String) -> KeySpace? { keySpacesByNameLocked(name) }
+
+    // MARK: Read view
+
+    /// REQUIRES: `commitLock` held.
+    func publishView() {
+        let version = manifestLock.withLock { versions.current }
+        let view = ReadView(memtables: memtables, immutables: immutables, version: version)
+        viewBox.withLock { $0 = view }
+    }
+
+    @inline(__always) func currentView() -> ReadView { viewBox.withLock { $0 } }
+
+    // MARK: Snapshots and statistics
+
+    /// Pins the current state for consistent reads.
+    public func snapshot() throws -> Snapshot {
+        try checkOpen()
+        return Snapshot(sequence: visibleSequence.load(ordering: .acquiring), list: snapshots)
+    }
+
+    /// The last committed sequence number.
+    public var latestSequence: UInt64 { visibleSequence.load(ordering: .acquiring) }
+
+    /// Counters and the shape of the tree.
+    public func statistics() -> EngineStatistics {
+        let view = currentView()
+        var spaces: [KeySpaceStatistics] = []
+        for ks in keySpaces {
+            let levels = view.version.keySpaces[ks.id]?.levels ?? Array(repeating: [], count: Version.levelCount)
+            let bytes = levels.map { $0.reduce(UInt64(0)) { $0 + $1.meta.fileSize } }
+            spaces.append(KeySpaceStatistics(
+                name: ks.name, id: ks.id, segmentsPerLevel: levels.map(\.count), bytesPerLevel: bytes,
+                liveSegmentBytes: bytes.reduce(0, +),
+                segmentEntries: levels.joined().reduce(0) { $0 + $1.meta.entryCount }))
+        }
+        let memBytes = view.memtables.values.reduce(0) { $0 + $1.approximateBytes }
+            + (view.immutables?.values.reduce(0) { $0 + $1.approximateBytes } ?? 0)
+        return EngineStatistics(
+            userBytesWritten: stats.userBytesWritten.load(ordering: .relaxed),
+            walBytesWritten: stats.walBytesWritten.load(ordering: .relaxed),
+            segmentBytesWritten: stats.segmentBytesWritten.load(ordering: .relaxed),
+            manifestBytesWritten: stats.manifestBytesWritten.load(ordering: .relaxed),
+            bytesRead: stats.bytesRead.load(ordering: .relaxed),
+            blockCacheHits: stats.blockCacheHits.load(ordering: .relaxed),
+            blockCacheMisses: stats.blockCacheMisses.load(ordering: .relaxed),
+            bloomFilterNegatives: stats.bloomNegatives.load(ordering: .relaxed),
+            flushes: stats.flushes.load(ordering: .relaxed),
+            writeBatches: stats.writeBatches.load(ordering: .relaxed),
+            walSyncs: stats.walSyncs.load(ordering: .relaxed),
+            writeStalls: stats.writeStalls.load(ordering: .relaxed),
+            keySpaces: spaces, memtableBytes: memBytes, blockCacheBytes: cache.usageBytes)
+    }
+}

@@ -1,0 +1,112 @@
+extension Engine {
+    /// Freezes the memtables now (if they hold anything) and waits until they are in segments.
+    /// Normally flushes happen on their own when the memtable is full; this is for tools and
+    /// tests.
+    public func flush() throws {
+        try checkOpen()
+        // Go through the commit queue so no leader is writing to the memtables meanwhile.
+        let w = PendingWrite(batch: WriteBatch(), durability: .none)
+        commitLock.lock()
+        defer { commitLock.unlock() }
+        writers.append(w)
+        while writers.first !== w { commitLock.wait() }
+        defer {
+            writers.removeFirst()
+            commitLock.broadcast()
+        }
+        try makeRoomForWrite(force: true)
+        while immutables != nil {
+            if let e = backgroundError, !flushRunning {
+                backgroundError = nil
+                throw e
+            }
+            commitLock.wait()
+        }
+    }
+
+    /// REQUIRES: `commitLock` held.
+    func scheduleFlush() {
+        guard !flushRunning, immutables != nil else { return }
+        flushRunning = true
+        flushQueue.async { [self] in runFlush() }
+    }
+
+    /// Writes the frozen memtables to level-0 segments and records them in the manifest, in that
+    /// order: a segment is live only once the manifest says so (SPEC.md §Recovery).
+    private func runFlush() {
+        commitLock.lock()
+        guard let frozen = immutables else {
+            flushRunning = false
+            commitLock.broadcast()
+            commitLock.unlock()
+            return
+        }
+        let logNumber = immutableLogNumber
+        commitLock.unlock()
+
+        var written: [String] = []
+        var result: StorageError?
+        do {
+            var edit = VersionEdit()
+            edit.logNumber = logNumber
+            var maxSeq: UInt64 = 0
+            for (id, mem) in frozen.sorted(by: { $0.key < $1.key }) where !mem.isEmpty {
+                let number = manifestLock.withLock { versions.newFileNumber() }
+                let path = joinPath(directory, Recovery.segmentName(number))
+                written.append(path)
+                let meta = try writeSegment(from: mem, keySpaceId: id, fileNumber: number, path: path)
+                edit.addedSegments.append(meta)
+                maxSeq = max(maxSeq, mem.maxSequence)
+            }
+            edit.lastSequence = maxSeq
+            if !edit.addedSegments.isEmpty { try fileSystem.syncDirectory(directory) }
+            try manifestLock.withLock { try versions.logAndApply(edit) }
+            stats.flushes.add(1, ordering: .relaxed)
+        } catch {
+            for p in written { try? fileSystem.removeFile(p) }
+            result = (error as? StorageError) ?? .io(operation: "flush", path: directory, errno: 0)
+        }
+
+        commitLock.lock()
+        if let result {
+            backgroundError = result
+        } else {
+            immutables = nil
+            publishView()
+        }
+        flushRunning = false
+        commitLock.broadcast()
+        commitLock.unlock()
+        if result == nil { removeObsoleteWals(before: logNumber) }
+    }
+
+    private func writeSegment(from mem: Memtable, keySpaceId: UInt32, fileNumber: UInt64, path: String) throws -> SegmentMeta {
+        let file = try fileSystem.openWritable(path, truncate: true)
+        let writer = SegmentWriter(file: file, path: path, keySpaceId: keySpaceId, layout: layout)
+        do {
+            let it = MemtableIterator(mem)
+            it.seekToFirst()
+            while it.isValid {
+                try writer.add(internalKey: it.key, value: it.value)
+                it.next()
+            }
+            let props = try writer.finish()
+            stats.segmentBytesWritten.add(writer.fileSize, ordering: .relaxed)
+            return SegmentMeta(keySpaceId: keySpaceId, level: 0, fileNumber: fileNumber, fileSize: writer.fileSize,
+                               smallest: props.smallestKey, largest: props.largestKey,
+                               minSequence: props.minSequence, maxSequence: props.maxSequence, entryCount: props.entryCount)
+        } catch {
+            writer.abandon()
+            throw error
+        }
+    }
+
+    private func removeObsoleteWals(before logNumber: UInt64) {
+        guard let names = try? fileSystem.listDirectory(directory) else { return }
+        for name in names {
+            if case let .wal(n)? = Recovery.parseFileName(name), n < logNumber {
+                try? fileSystem.removeFile(joinPath(directory, name))
+            }
+        }
+    }
+}

@@ -1,0 +1,47 @@
+/// When a write is durable.
+public enum Durability: Sendable, Equatable {
+    /// The write reaches the OS before `write` returns: it survives a process crash, not a power
+    /// cut. The fastest mode.
+    case none
+    /// Every write is followed by its own fdatasync before `write` returns.
+    case sync
+    /// Durable like `.sync`, but writers that arrive while a sync is under way are committed
+    /// together and share the next fdatasync (group commit).
+    case groupCommit
+}
+
+/// How an ``Engine`` is opened.
+///
+/// ```swift
+/// var options = EngineOptions()
+/// options.durability = .groupCommit
+/// options.memtableBytes = 32 << 20
+/// let engine = try Engine.open(directory: "/var/lib/app/db", options: options)
+/// ```
+public struct EngineOptions: Sendable {
+    /// All file access goes through this; tests pass an ``InMemoryFileSystem``.
+    public var fileSystem: any FileSystem = PosixFileSystem()
+    /// Create the directory and an empty store when missing (default true).
+    public var createIfMissing = true
+    /// Default durability of `write` (default `.none`, like LevelDB's default).
+    public var durability: Durability = .none
+    /// Memtable size (all key spaces together) at which it is frozen and flushed to segments.
+    public var memtableBytes = 64 << 20
+    /// Size of the LRU cache of decoded blocks.
+    public var blockCacheBytes = 64 << 20
+    /// Target size of a data block before compression.
+    public var blockBytes = 4096
+    /// Bloom filter bits per key (0 disables the filter's effect: every key "may" be there).
+    public var bloomBitsPerKey = 10
+    /// lz4-compress blocks when that saves at least an eighth.
+    public var compression = true
+    /// Key spaces to create at open if they do not exist yet (besides "default").
+    public var keySpaces: [String] = []
+
+    public init() {}
+
+    var segmentLayout: SegmentLayout {
+        SegmentLayout(blockBytes: max(256, blockBytes), restartInterval: 16,
+                      bloomBitsPerKey: max(1, bloomBitsPerKey), compress: compression)
+    }
+}

@@ -1,0 +1,199 @@
+/// One writer waiting in the commit queue.
+final class PendingWrite {
+    let batch: WriteBatch
+    let durability: Durability
+    var done = false
+    var error: Error?
+
+    init(batch: WriteBatch, durability: Durability) {
+        self.batch = batch
+        self.durability = durability
+    }
+}
+
+extension Engine {
+    /// Largest group a commit leader assembles from waiting writers.
+    static let maxGroupBytes = 1 << 20
+
+    /// Applies `batch` atomically: all of its puts and deletes, across key spaces, become visible
+    /// together, and after a crash either all or none of them are there.
+    ///
+    /// ```swift
+    /// var batch = WriteBatch()
+    /// batch.put(Array("k".utf8), Array("v".utf8), in: engine.defaultKeySpace)
+    /// try engine.write(batch, durability: .sync)
+    /// ```
+    /// - Parameter durability: overrides ``EngineOptions/durability`` for this write.
+    /// - Throws: a limit error for oversized keys, values or batches; ``StorageError/diskFull(path:)``
+    ///   and other I/O errors, in which case the batch was not applied and the engine stays usable.
+    public func write(_ batch: WriteBatch, durability: Durability? = nil) throws {
+        try checkOpen()
+        if let e = batch.limitError { throw e }
+        guard !batch.isEmpty else { return }
+        guard batch.byteCount <= StorageLimits.maxBatchBytes else {
+            throw StorageError.batchTooLarge(size: batch.byteCount, limit: StorageLimits.maxBatchBytes)
+        }
+        let w = PendingWrite(batch: batch, durability: durability ?? options.durability)
+        commitLock.lock()
+        if isClosed.load(ordering: .relaxed) {
+            commitLock.unlock()
+            throw StorageError.closed
+        }
+        guard batch.maxKeySpaceId < UInt32(keySpacesByName.count) else {
+            commitLock.unlock()
+            throw StorageError.unknownKeySpace("#\(batch.maxKeySpaceId)")
+        }
+        writers.append(w)
+        while !w.done && writers.first !== w { commitLock.wait() }
+        if w.done {
+            commitLock.unlock()
+            if let e = w.error { throw e }
+            return
+        }
+        // This writer leads: it commits itself and, when allowed, the writers queued behind it.
+        do {
+            try makeRoomForWrite()
+        } catch {
+            finishGroup([w], error: error)
+            commitLock.unlock()
+            throw error
+        }
+        var group = [w]
+        var groupBytes = w.batch.byteCount
+        if w.durability != .sync {
+            for other in writers.dropFirst() {
+                // A non-durable leader must not carry a durable follower (it would not sync).
+                if other.durability == .sync || (other.durability == .groupCommit && w.durability == .none) { break }
+                if groupBytes + other.batch.byteCount > Self.maxGroupBytes { break }
+                group.append(other)
+                groupBytes += other.batch.byteCount
+            }
+        }
+        let needsSync = w.durability != .none
+        let firstSequence = lastSequence + 1
+        var totalOps = 0
+        for g in group { totalOps += g.batch.count }
+        lastSequence += UInt64(totalOps)
+        let log = wal
+        let tables = memtables
+        commitLock.unlock()
+
+        var failure: Error?
+        let sizeBefore = log.size
+        do {
+            var framed = ByteWriter(capacity: groupBytes + 32 * group.count)
+            var seq = firstSequence
+            var payload = ByteWriter(capacity: w.batch.byteCount + 8)
+            for g in group {
+                payload.removeAll()
+                payload.appendFixed64(seq)
+                payload.append(g.batch.rep)
+                payload.bytes.withUnsafeBytes { LogWriter.frame($0, into: &framed) }
+                seq += UInt64(g.batch.count)
+            }
+            try log.appendFramed(framed.bytes)
+            if needsSync {
+                try log.sync()
+                stats.walSyncs.add(1, ordering: .relaxed)
+            }
+            stats.walBytesWritten.add(UInt64(framed.count), ordering: .relaxed)
+            seq = firstSequence
+            for g in group {
+                g.batch.rep.withUnsafeBytes { rep in
+                    _ = BatchDecoder.forEachUnchecked(rep) { op in
+                        tables[op.keySpaceId]!.insert(key: op.key, value: op.value, sequence: seq, kind: op.kind)
+                        seq += 1
+                    }
+                }
+                stats.userBytesWritten.add(UInt64(g.batch.userBytes), ordering: .relaxed)
+            }
+            stats.writeBatches.add(UInt64(group.count), ordering: .relaxed)
+        } catch {
+            // Take the record back so it cannot resurface at recovery; if that is not certain,
+            // start a new WAL before the next write.
+            try? log.file.truncate(to: sizeBefore)
+            failure = error
+        }
+
+        commitLock.lock()
+        if failure == nil {
+            visibleSequence.store(lastSequence, ordering: .releasing)
+        } else {
+            // Sequence numbers of a failed group are skipped, never reused.
+            walNeedsRotation = true
+        }
+        finishGroup(group, error: failure)
+        commitLock.unlock()
+        if let failure { throw failure }
+    }
+
+    /// REQUIRES: `commitLock` held; the group is at the front of the queue.
+    private func finishGroup(_ group: [PendingWrite], error: Error?) {
+        for g in group {
+            g.done = true
+            g.error = error
+        }
+        writers.removeFirst(group.count)
+        commitLock.broadcast()
+    }
+
+    /// Makes sure the memtable has room, freezing it and starting a flush when full. Waits while
+    /// the previous frozen memtable is still being flushed (a write stall).
+    /// REQUIRES: `commitLock` held by the commit leader.
+    func makeRoomForWrite(force: Bool = false) throws {
+        var forced = force
+        while true {
+            if walNeedsRotation {
+                try startNewWal()
+                walNeedsRotation = false
+            }
+            let used = memtables.values.reduce(0) { $0 + $1.approximateBytes }
+            let hasData = memtables.values.contains { !$0.isEmpty }
+            if !(forced && hasData) && used < options.memtableBytes { return }
+            if immutables != nil {
+                if let e = backgroundError, !flushRunning {
+                    backgroundError = nil
+                    scheduleFlush()
+                    throw e
+                }
+                stats.writeStalls.add(1, ordering: .relaxed)
+                commitLock.wait()
+                continue
+            }
+            try startNewWal()
+            immutables = memtables
+            immutableLogNumber = walNumber
+            var fresh: [UInt32: Memtable] = [:]
+            for id in memtables.keys { fresh[id] = Memtable(keySpaceId: id) }
+            memtables = fresh
+            publishView()
+            scheduleFlush()
+            forced = false
+        }
+    }
+
+    /// Switches to a new, empty WAL file (its directory entry synced, so later syncs of it are
+    /// durable). REQUIRES: `commitLock` held.
+    private func startNewWal() throws {
+        let number = manifestLock.withLock { versions.newFileNumber() }
+        let path = joinPath(directory, Recovery.walName(number))
+        let file = try fileSystem.openWritable(path, truncate: true)
+        do {
+            try fileSystem.syncDirectory(directory)
+        } catch {
+            try? file.close()
+            try? fileSystem.removeFile(path)
+            throw error
+        }
+        try? wal.close()
+        wal = LogWriter(file: file, path: path)
+        walNumber = number
+    }
+}
+
+extension BatchDecoder {
+    /// Walks a batch the engine built itself (already validated at construction).
+    static func forEachUnchecked(_ rep: UnsafeRawBufferPointer, _ body: (BatchOperation) -> Void) -> Bool {
+        (try? forEach(rep, body)) ?? false
+    }
+}

@@ -1,0 +1,168 @@
+/// Opening a store (SPEC.md §Recovery): lock, read the manifest, open the live segments, replay
+/// the write-ahead logs into memtables, write a fresh manifest, start a new WAL, and remove the
+/// files nothing refers to.
+enum Recovery {
+    struct Result {
+        var lock: any FileLock
+        var versions: VersionSet
+        var memtables: [UInt32: Memtable]
+        var lastSequence: UInt64
+        var wal: LogWriter
+        var walNumber: UInt64
+    }
+
+    /// What a file name in the store directory is.
+    enum FileKind: Equatable {
+        case wal(UInt64), segment(UInt64), manifest(UInt64), current, lock, temp
+    }
+
+    static func parseFileName(_ name: String) -> FileKind? {
+        if name == FormatConstants.currentFileName { return .current }
+        if name == FormatConstants.lockFileName { return .lock }
+        if name.hasSuffix(FormatConstants.tempSuffix) { return .temp }
+        if name.hasPrefix(FormatConstants.manifestPrefix) {
+            return UInt64(name.dropFirst(FormatConstants.manifestPrefix.count)).map { .manifest($0) }
+        }
+        if name.hasSuffix(FormatConstants.walSuffix) {
+            return UInt64(name.dropLast(FormatConstants.walSuffix.count)).map { .wal($0) }
+        }
+        if name.hasSuffix(FormatConstants.segmentSuffix) {
+            return UInt64(name.dropLast(FormatConstants.segmentSuffix.count)).map { .segment($0) }
+        }
+        return nil
+    }
+
+    static func walName(_ n: UInt64) -> String { String(n).leftPadded(to: 6) + FormatConstants.walSuffix }
+    static func segmentName(_ n: UInt64) -> String { String(n).leftPadded(to: 6) + FormatConstants.segmentSuffix }
+
+    static func run(directory: String, options: EngineOptions, stats: StatisticsCounters, cache: BlockCache) throws -> Result {
+        let fs = options.fileSystem
+        if !fs.directoryExists(directory) {
+            guard options.createIfMissing else { throw StorageError.notAStore(path: directory) }
+            try fs.createDirectory(directory)
+        }
+        let lock = try fs.lockFile(joinPath(directory, FormatConstants.lockFileName))
+        do {
+            return try recoverLocked(directory: directory, options: options, stats: stats, cache: cache, lock: lock)
+        } catch {
+            lock.release()
+            throw error
+        }
+    }
+
+    private static func recoverLocked(directory: String, options: EngineOptions, stats: StatisticsCounters,
+                                      cache: BlockCache, lock: any FileLock) throws -> Result {
+        let fs = options.fileSystem
+        let openReader: (SegmentMeta) throws -> SegmentReader = { meta in
+            let path = joinPath(directory, segmentName(meta.fileNumber))
+            guard fs.fileExists(path) else {
+                throw StorageError.corruption(file: path, offset: 0, reason: "live segment file is missing")
+            }
+            let reader = try SegmentReader.open(fileSystem: fs, path: path, fileNumber: meta.fileNumber, cache: cache, stats: stats)
+            guard reader.fileSize == meta.fileSize, reader.properties.keySpaceId == meta.keySpaceId else {
+                throw StorageError.corruption(file: path, offset: 0, reason: "segment does not match its manifest record")
+            }
+            return reader
+        }
+        let names = try fs.listDirectory(directory)
+        let isNew = !fs.fileExists(joinPath(directory, FormatConstants.currentFileName))
+        let versions: VersionSet
+        if isNew {
+            guard options.createIfMissing else { throw StorageError.notAStore(path: directory) }
+            if names.contains(where: { if case .manifest = parseFileName($0) { return true } else { return false } }) {
+                throw StorageError.corruption(file: joinPath(directory, FormatConstants.currentFileName), offset: 0,
+                                              reason: "CURRENT is missing but manifests exist")
+            }
+            versions = VersionSet.create(fileSystem: fs, directory: directory, stats: stats, openReader: openReader)
+        } else {
+            versions = try VersionSet.recover(fileSystem: fs, directory: directory, stats: stats, openReader: openReader)
+        }
+
+        // Never reuse a number that a file on disk already has.
+        var wals: [UInt64] = []
+        for name in names {
+            switch parseFileName(name) {
+            case let .wal(n)?: versions.markFileNumberUsed(n); if n >= versions.logNumber { wals.append(n) }
+            case let .segment(n)?, let .manifest(n)?: versions.markFileNumberUsed(n)
+            default: break
+            }
+        }
+        wals.sort()
+
+        var memtables: [UInt32: Memtable] = [:]
+        for ks in versions.keySpaces { memtables[ks.id] = Memtable(keySpaceId: ks.id) }
+        var lastSequence = versions.lastSequence
+        for n in wals {
+            lastSequence = try replay(wal: joinPath(directory, walName(n)), fs: fs, into: memtables, after: lastSequence)
+        }
+        versions.noteLastSequence(lastSequence)
+
+        if isNew {
+            // A fresh store gets its default key space in its first manifest.
+            try versions.addInitialKeySpace(KeySpace(id: 0, name: "default"))
+            memtables[0] = Memtable(keySpaceId: 0)
+        }
+        try versions.writeSnapshotManifest()
+
+        let walNumber = versions.newFileNumber()
+        let walPath = joinPath(directory, walName(walNumber))
+        let wal = LogWriter(file: try fs.openWritable(walPath, truncate: true), path: walPath)
+        if isNew || wals.isEmpty {
+            // No older WAL holds unflushed data: the new one is where the log starts.
+            try versions.setLogNumber(walNumber)
+        }
+        try fs.syncDirectory(directory)
+
+        removeObsoleteFiles(directory: directory, fs: fs, versions: versions, keepWal: walNumber)
+        return Result(lock: lock, versions: versions, memtables: memtables, lastSequence: lastSequence,
+                      wal: wal, walNumber: walNumber)
+    }
+
+    /// Replays one WAL into the memtables; returns the highest sequence number seen.
+    static func replay(wal path: String, fs: any FileSystem, into memtables: [UInt32: Memtable], after start: UInt64) throws -> UInt64 {
+        var last = start
+        let bytes = try fs.readWholeFile(path)
+        // A record found after damage only counts as "valid" if it also looks like a batch
+        // that follows on: that keeps random garbage in a torn tail from passing as a record.
+        let reader = LogReader(bytes: bytes, path: path) { payload in
+            payload.count >= 12 && loadFixed64(payload, 0) > start
+        }
+        _ = try reader.forEachRecord { payload, offset in
+            guard payload.count >= 12 else {
+                throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record too short")
+            }
+            let base = loadFixed64(payload, 0)
+            var seq = base
+            let ok = try BatchDecoder.forEach(UnsafeRawBufferPointer(rebasing: payload[8...])) { op in
+                guard let mem = memtables[op.keySpaceId] else {
+                    throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record for unknown key space \(op.keySpaceId)")
+                }
+                mem.insert(key: op.key, value: op.value, sequence: seq, kind: op.kind)
+                seq += 1
+            }
+            guard ok else {
+                throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "malformed write batch")
+            }
+            if seq > base { last = max(last, seq - 1) }
+        }
+        return last
+    }
+
+    /// Removes files the manifest does not refer to: old manifests, WALs before the log number,
+    /// segments not live, temp files. Files Strata did not name are left alone.
+    static func removeObsoleteFiles(directory: String, fs: any FileSystem, versions: VersionSet, keepWal: UInt64) {
+        guard let names = try? fs.listDirectory(directory) else { return }
+        let live = Set(versions.current.allSegments.map(\.meta.fileNumber))
+        for name in names {
+            let obsolete: Bool
+            switch parseFileName(name) {
+            case let .wal(n)?: obsolete = n < versions.logNumber && n != keepWal
+            case let .segment(n)?: obsolete = !live.contains(n)
+            case let .manifest(n)?: obsolete = n != versions.manifestNumber
+            case .temp?: obsolete = true
+            default: obsolete = false
+            }
+            if obsolete { try? fs.removeFile(joinPath(directory, name)) }
+        }
+    }
+}

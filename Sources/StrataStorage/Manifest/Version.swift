@@ -1,0 +1,85 @@
+/// A live segment: its manifest record and its open reader. Shared by every ``Version`` that
+/// lists it; readers and iterators keep it (and so its file handle) alive while they use it.
+final class LiveSegment: Sendable {
+    let meta: SegmentMeta
+    let reader: SegmentReader
+
+    init(meta: SegmentMeta, reader: SegmentReader) {
+        self.meta = meta
+        self.reader = reader
+    }
+
+    var smallestUserKey: UnsafeRawBufferPointer { meta.smallest.withUnsafeBytes { InternalKey.userKey($0) } }
+
+    /// Whether `userKey` lies within the segment's key range.
+    func covers(_ userKey: UnsafeRawBufferPointer) -> Bool {
+        meta.smallest.withUnsafeBytes { InternalKey.compareUserKeys(userKey, InternalKey.userKey($0)) >= 0 }
+            && meta.largest.withUnsafeBytes { InternalKey.compareUserKeys(userKey, InternalKey.userKey($0)) <= 0 }
+    }
+}
+
+/// The segments of one key space, per level. Level 0 is ordered newest first and its segments
+/// may overlap; deeper levels are ordered by key and do not overlap.
+struct KeySpaceLevels: Sendable {
+    var levels: [[LiveSegment]] = Array(repeating: [], count: Version.levelCount)
+}
+
+/// An immutable view of the live segments of every key space. A new Version is made for every
+/// manifest edit; readers hold the one they started with.
+final class Version: Sendable {
+    static let levelCount = 7
+
+    let keySpaces: [UInt32: KeySpaceLevels]
+
+    init(keySpaces: [UInt32: KeySpaceLevels]) {
+        self.keySpaces = keySpaces
+    }
+
+    /// The segments that may hold `userKey`, newest data first.
+    func candidates(for userKey: UnsafeRawBufferPointer, in keySpaceId: UInt32, _ body: (LiveSegment) throws -> Bool) rethrows {
+        guard let ks = keySpaces[keySpaceId] else { return }
+        for s in ks.levels[0] where s.covers(userKey) {
+            if try body(s) { return }
+        }
+        for level in 1..<Version.levelCount {
+            let segs = ks.levels[level]
+            guard !segs.isEmpty else { continue }
+            // First segment whose largest key is >= userKey.
+            var lo = 0, hi = segs.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                let below = segs[mid].meta.largest.withUnsafeBytes { InternalKey.compareUserKeys(InternalKey.userKey($0), userKey) < 0 }
+                if below { lo = mid + 1 } else { hi = mid }
+            }
+            if lo < segs.count, segs[lo].covers(userKey) {
+                if try body(segs[lo]) { return }
+            }
+        }
+    }
+
+    var allSegments: [LiveSegment] {
+        keySpaces.values.flatMap { $0.levels.flatMap { $0 } }
+    }
+
+    /// A new version with `edit` applied; `open` gives the reader of an added segment.
+    func applying(_ edit: VersionEdit, open: (SegmentMeta) throws -> SegmentReader) throws -> Version {
+        var spaces = keySpaces
+        for ks in edit.addedKeySpaces where spaces[ks.id] == nil { spaces[ks.id] = KeySpaceLevels() }
+        for d in edit.deletedSegments {
+            spaces[d.keySpaceId]?.levels[d.level].removeAll { $0.meta.fileNumber == d.fileNumber }
+        }
+        for m in edit.addedSegments {
+            let live = LiveSegment(meta: m, reader: try open(m))
+            spaces[m.keySpaceId, default: KeySpaceLevels()].levels[m.level].append(live)
+        }
+        for id in spaces.keys {
+            spaces[id]!.levels[0].sort { $0.meta.maxSequence > $1.meta.maxSequence }
+            for level in 1..<Version.levelCount {
+                spaces[id]!.levels[level].sort { a, b in
+                    a.meta.smallest.withUnsafeBytes { x in b.meta.smallest.withUnsafeBytes { y in InternalKey.compare(x, y) < 0 } }
+                }
+            }
+        }
+        return Version(keySpaces: spaces)
+    }
+}

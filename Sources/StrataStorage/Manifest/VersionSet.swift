@@ -1,0 +1,228 @@
+/// The manifest: the append-only log of ``VersionEdit``s that says which segments are live, plus
+/// the counters (next file number, log number, last sequence) and the key spaces. Owns the
+/// current ``Version``. REQUIRES for every mutating call: the caller holds the engine's manifest
+/// lock (edits are applied one at a time).
+final class VersionSet: @unchecked Sendable {
+    let fileSystem: any FileSystem
+    let directory: String
+    private(set) var current: Version
+    private(set) var keySpaces: [KeySpace]
+    /// WAL files numbered at or above this still hold data not in segments.
+    private(set) var logNumber: UInt64
+    private(set) var nextFileNumber: UInt64
+    private(set) var lastSequence: UInt64
+    private(set) var manifestNumber: UInt64 = 0
+    private var manifest: LogWriter?
+    let openReader: (SegmentMeta) throws -> SegmentReader
+    private let stats: StatisticsCounters
+
+    private init(fileSystem: any FileSystem, directory: String, stats: StatisticsCounters,
+                 openReader: @escaping (SegmentMeta) throws -> SegmentReader) {
+        self.fileSystem = fileSystem
+        self.directory = directory
+        self.stats = stats
+        self.openReader = openReader
+        current = Version(keySpaces: [:])
+        keySpaces = []
+        logNumber = 0
+        nextFileNumber = 1
+        lastSequence = 0
+    }
+
+    static func manifestName(_ number: UInt64) -> String {
+        FormatConstants.manifestPrefix + String(number).leftPadded(to: 6)
+    }
+
+    /// A store with no files yet.
+    static func create(fileSystem: any FileSystem, directory: String, stats: StatisticsCounters,
+                       openReader: @escaping (SegmentMeta) throws -> SegmentReader) -> VersionSet {
+        VersionSet(fileSystem: fileSystem, directory: directory, stats: stats, openReader: openReader)
+    }
+
+    /// Reads CURRENT and the manifest it names (SPEC.md §Recovery). A torn last record (a crash
+    /// while appending an edit that never took effect) is dropped; any other damage throws.
+    static func recover(fileSystem: any FileSystem, directory: String, stats: StatisticsCounters,
+                        openReader: @escaping (SegmentMeta) throws -> SegmentReader) throws -> VersionSet {
+        let set = VersionSet(fileSystem: fileSystem, directory: directory, stats: stats, openReader: openReader)
+        let currentPath = joinPath(directory, FormatConstants.currentFileName)
+        let number = try parseCurrent(try fileSystem.readWholeFile(currentPath), path: currentPath)
+        let name = manifestName(number)
+        let path = joinPath(directory, name)
+        guard fileSystem.fileExists(path) else {
+            throw StorageError.corruption(file: currentPath, offset: 0, reason: "CURRENT names \(name), which does not exist")
+        }
+        var sawFormat = false
+        var metas: [UInt64: SegmentMeta] = [:]
+        var spaces: [UInt32: KeySpace] = [:]
+        let reader = LogReader(bytes: try fileSystem.readWholeFile(path), path: path)
+        _ = try reader.forEachRecord { payload, offset in
+            guard let edit = VersionEdit.decode(payload) else {
+                throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "malformed manifest record")
+            }
+            if let v = edit.formatVersion {
+                guard v <= FormatConstants.storeFormatVersion else {
+                    throw StorageError.unsupportedFormatVersion(file: path, found: v, supported: FormatConstants.storeFormatVersion)
+                }
+                sawFormat = true
+            }
+            if let v = edit.logNumber { set.logNumber = v }
+            if let v = edit.nextFileNumber { set.nextFileNumber = max(set.nextFileNumber, v) }
+            if let v = edit.lastSequence { set.lastSequence = max(set.lastSequence, v) }
+            for ks in edit.addedKeySpaces { spaces[ks.id] = ks }
+            for d in edit.deletedSegments { metas[d.fileNumber] = nil }
+            for m in edit.addedSegments { metas[m.fileNumber] = m }
+        }
+        guard sawFormat else {
+            throw StorageError.corruption(file: path, offset: 0, reason: "manifest has no format version record")
+        }
+        set.keySpaces = spaces.values.sorted { $0.id < $1.id }
+        for m in metas.values {
+            guard spaces[m.keySpaceId] != nil else {
+                throw StorageError.corruption(file: path, offset: 0, reason: "segment \(m.fileNumber) belongs to unknown key space \(m.keySpaceId)")
+            }
+            set.nextFileNumber = max(set.nextFileNumber, m.fileNumber + 1)
+        }
+        var edit = VersionEdit()
+        edit.addedKeySpaces = set.keySpaces
+        edit.addedSegments = Array(metas.values)
+        set.current = try Version(keySpaces: [:]).applying(edit, open: openReader)
+        set.manifestNumber = number
+        set.nextFileNumber = max(set.nextFileNumber, number + 1)
+        return set
+    }
+
+    /// CURRENT holds "MANIFEST-NNNNNN\n" then the masked CRC32C of that line in 8 hex digits and
+    /// "\n" (SPEC.md §Files).
+    static func parseCurrent(_ bytes: [UInt8], path: String) throws -> UInt64 {
+        let text = String(decoding: bytes, as: UTF8.self)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        guard lines.count == 3, lines[2].isEmpty, lines[0].hasPrefix(FormatConstants.manifestPrefix),
+              let number = UInt64(lines[0].dropFirst(FormatConstants.manifestPrefix.count)),
+              let crc = UInt32(lines[1], radix: 16)
+        else {
+            throw StorageError.corruption(file: path, offset: 0, reason: "CURRENT is malformed")
+        }
+        let line = Array((lines[0] + "\n").utf8)
+        guard Checksum.mask(line.withUnsafeBytes { Checksum.crc32c($0) }) == crc else {
+            throw StorageError.corruption(file: path, offset: 0, reason: "CURRENT checksum mismatch")
+        }
+        return number
+    }
+
+    static func currentContents(manifestNumber: UInt64) -> [UInt8] {
+        let line = Array((manifestName(manifestNumber) + "\n").utf8)
+        let crc = Checksum.mask(line.withUnsafeBytes { Checksum.crc32c($0) })
+        return line + Array((String(crc, radix: 16).leftPadded(to: 8) + "\n").utf8)
+    }
+
+    func newFileNumber() -> UInt64 {
+        defer { nextFileNumber += 1 }
+        return nextFileNumber
+    }
+
+    /// Notes a file number seen on disk so new files never reuse it.
+    func markFileNumberUsed(_ n: UInt64) {
+        nextFileNumber = max(nextFileNumber, n + 1)
+    }
+
+    func noteLastSequence(_ s: UInt64) { lastSequence = max(lastSequence, s) }
+
+    /// Starts a new manifest holding the whole current state, then points CURRENT at it:
+    /// write + fsync the manifest, write + fsync CURRENT.tmp, rename it over CURRENT, fsync the
+    /// directory (SPEC.md §Recovery: each step leaves either the old or the new state).
+    func writeSnapshotManifest() throws {
+        let number = newFileNumber()
+        let path = joinPath(directory, Self.manifestName(number))
+        var edit = VersionEdit()
+        edit.formatVersion = FormatConstants.storeFormatVersion
+        edit.logNumber = logNumber
+        edit.nextFileNumber = nextFileNumber
+        edit.lastSequence = lastSequence
+        edit.addedKeySpaces = keySpaces
+        edit.addedSegments = current.allSegments.map(\.meta)
+        let file = try fileSystem.openWritable(path, truncate: true)
+        let writer = LogWriter(file: file, path: path)
+        do {
+            let payload = edit.encode()
+            try payload.withUnsafeBytes { try writer.addRecord($0) }
+            try writer.sync()
+            stats.manifestBytesWritten.add(writer.size, ordering: .relaxed)
+            let currentPath = joinPath(directory, FormatConstants.currentFileName)
+            let tmpPath = currentPath + FormatConstants.tempSuffix
+            let tmp = try fileSystem.openWritable(tmpPath, truncate: true)
+            try Self.currentContents(manifestNumber: number).withUnsafeBytes { try tmp.append($0) }
+            try tmp.sync()
+            try tmp.close()
+            try fileSystem.rename(tmpPath, to: currentPath)
+            try fileSystem.syncDirectory(directory)
+        } catch {
+            try? writer.close()
+            try? fileSystem.removeFile(path)
+            throw error
+        }
+        try? manifest?.close()
+        manifest = writer
+        manifestNumber = number
+    }
+
+    /// Appends `edit` (with the counters) to the manifest, syncs it, then makes the result the
+    /// current version. Nothing changes if the write fails.
+    func logAndApply(_ edit: VersionEdit) throws {
+        guard let manifest else { throw StorageError.closed }
+        var e = edit
+        e.nextFileNumber = nextFileNumber
+        if let s = e.lastSequence { e.lastSequence = max(s, lastSequence) }
+        let next = try current.applying(e, open: openReader)
+        let payload = e.encode()
+        let before = manifest.size
+        try payload.withUnsafeBytes { try manifest.addRecord($0) }
+        do {
+            try manifest.sync()
+        } catch {
+            // The record may or may not be durable: start a fresh manifest next time, so a
+            // half-known record never sits in front of later ones.
+            try? manifest.file.truncate(to: before)
+            throw error
+        }
+        stats.manifestBytesWritten.add(manifest.size - before, ordering: .relaxed)
+        current = next
+        if let v = e.logNumber { logNumber = v }
+        if let v = e.lastSequence { lastSequence = v }
+        for ks in e.addedKeySpaces where !keySpaces.contains(ks) { keySpaces.append(ks) }
+    }
+
+    /// Applies an edit to the in-memory state only; the next snapshot manifest records it.
+    func applyWithoutLogging(_ edit: VersionEdit) throws {
+        current = try current.applying(edit, open: openReader)
+        for ks in edit.addedKeySpaces where !keySpaces.contains(ks) { keySpaces.append(ks) }
+        if let v = edit.logNumber { logNumber = v }
+    }
+
+    func close() {
+        try? manifest?.close()
+        manifest = nil
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int, with pad: Character = "0") -> String {
+        count >= width ? self : String(repeating: pad, count: width - count) + self
+    }
+}
+
+extension VersionSet {
+    /// Adds a key space before the first manifest exists (store creation).
+    func addInitialKeySpace(_ ks: KeySpace) throws {
+        var edit = VersionEdit()
+        edit.addedKeySpaces = [ks]
+        try applyWithoutLogging(edit)
+    }
+
+    /// Sets the log number before the first manifest edit is logged; it reaches disk with the
+    /// next edit or snapshot.
+    func setLogNumber(_ n: UInt64) throws {
+        var edit = VersionEdit()
+        edit.logNumber = n
+        try logAndApply(edit)
+    }
+}
