@@ -28,6 +28,12 @@ let package = Package(
             dependencies: ["StrataStorage"],
             path: "Tools/strata"
         ),
+        // Helper process the reliability tests drive (locking, kill -9); not a product.
+        .executableTarget(
+            name: "strata-torture",
+            dependencies: ["StrataStorage"],
+            path: "Tools/strata-torture"
+        ),
         .testTarget(
             name: "StrataStorageTests",
             dependencies: ["StrataStorage"]

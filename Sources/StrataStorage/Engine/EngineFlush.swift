@@ -16,9 +16,13 @@ extension Engine {
         }
         try makeRoomForWrite(force: true)
         while immutables != nil {
-            if let e = backgroundError, !flushRunning {
-                backgroundError = nil
-                throw e
+            if !flushRunning {
+                // A failed flush is reported once, then retried by the next flush or write.
+                if let e = backgroundError {
+                    backgroundError = nil
+                    throw e
+                }
+                scheduleFlush()
             }
             commitLock.wait()
         }

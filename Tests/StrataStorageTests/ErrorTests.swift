@@ -1,0 +1,146 @@
+import Testing
+@testable import StrataStorage
+
+/// Bad input and failing I/O: typed errors, nothing stored half, the engine stays usable.
+@Suite struct ErrorTests {
+    static func memoryOptions(_ fs: InMemoryFileSystem) -> EngineOptions {
+        var o = EngineOptions()
+        o.fileSystem = fs
+        return o
+    }
+
+    @Test func limitsAreEnforcedAndNothingIsStoredHalf() throws {
+        let fs = InMemoryFileSystem()
+        let e = try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
+        defer { e.close() }
+        let ks = e.defaultKeySpace
+        let maxKey = [UInt8](repeating: 1, count: StorageLimits.maxKeyBytes)
+        var ok = WriteBatch()
+        ok.put(maxKey, [1], in: ks)
+        try e.write(ok)
+        #expect(try e.get(maxKey, in: ks) == [1])
+
+        var tooLong = WriteBatch()
+        tooLong.put(bytes("fine"), bytes("x"), in: ks)
+        tooLong.put(maxKey + [0], [1], in: ks)
+        #expect(throws: StorageError.keyTooLarge(size: StorageLimits.maxKeyBytes + 1, limit: StorageLimits.maxKeyBytes)) {
+            try e.write(tooLong)
+        }
+        #expect(try e.get(bytes("fine"), in: ks) == nil)
+
+        var bigValue = WriteBatch()
+        bigValue.put(bytes("big"), [UInt8](repeating: 0, count: StorageLimits.maxValueBytes + 1), in: ks)
+        #expect(throws: StorageError.valueTooLarge(size: StorageLimits.maxValueBytes + 1, limit: StorageLimits.maxValueBytes)) {
+            try e.write(bigValue)
+        }
+        #expect(throws: StorageError.keyTooLarge(size: StorageLimits.maxKeyBytes + 1, limit: StorageLimits.maxKeyBytes)) {
+            try e.get(maxKey + [0], in: ks)
+        }
+    }
+
+    @Test func useAfterCloseThrows() throws {
+        let dir = TemporaryDirectory()
+        let e = try Engine.open(directory: dir.path)
+        let ks = e.defaultKeySpace
+        e.close()
+        e.close()
+        #expect(throws: StorageError.closed) { try e.put("a", "b", in: ks) }
+        #expect(throws: StorageError.closed) { try e.get(bytes("a"), in: ks) }
+        #expect(throws: StorageError.closed) { try e.makeIterator(in: ks) }
+        #expect(throws: StorageError.closed) { try e.snapshot() }
+        #expect(throws: StorageError.closed) { try e.keySpace(named: "x") }
+        #expect(throws: StorageError.closed) { try e.flush() }
+    }
+
+    @Test func missingStoreWithoutCreateIsNotAStore() throws {
+        let dir = TemporaryDirectory()
+        var o = EngineOptions()
+        o.createIfMissing = false
+        #expect(throws: StorageError.notAStore(path: dir.path)) { try Engine.open(directory: dir.path, options: o) }
+    }
+
+    @Test func unknownAndInvalidKeySpaces() throws {
+        let fs = InMemoryFileSystem()
+        let a = try Engine.open(directory: "/a", options: Self.memoryOptions(fs))
+        let b = try Engine.open(directory: "/b", options: Self.memoryOptions(fs))
+        defer { a.close(); b.close() }
+        let onlyInA = try a.keySpace(named: "extra")
+        #expect(throws: StorageError.self) { try b.put("k", "v", in: onlyInA) }
+        #expect(throws: StorageError.invalidKeySpaceName("")) { try a.keySpace(named: "") }
+    }
+
+    @Test func diskFullFailsTheWriteAndTheStoreStaysUsable() throws {
+        let fs = InMemoryFileSystem()
+        let e = try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
+        let ks = e.defaultKeySpace
+        try e.put("before", "1", in: ks)
+        // The next WAL append fails after writing a torn prefix, as a full disk can.
+        fs.injectFault(.init(afterOperations: 0, operations: [.write], error: .diskFull(path: "/db"), tornBytes: 7))
+        #expect(throws: StorageError.diskFull(path: "/db")) { try e.put("lost", "2", in: ks) }
+        #expect(try e.getString("lost", in: ks) == nil)
+        try e.put("after", "3", in: ks)
+        #expect(try e.keys(ks) == ["after", "before"])
+        e.close()
+        // Recovery sees no half record in front of the later one.
+        let r = try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
+        #expect(try r.keys(r.defaultKeySpace) == ["after", "before"])
+        r.close()
+    }
+
+    @Test func failedSyncFailsTheWriteWithoutCorruptingTheLog() throws {
+        let fs = InMemoryFileSystem()
+        let e = try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
+        let ks = e.defaultKeySpace
+        fs.injectFault(.init(afterOperations: 0, operations: [.sync], error: .io(operation: "fdatasync", path: "/db", errno: 5)))
+        #expect(throws: StorageError.self) { try e.put("unsure", "1", in: ks, durability: .sync) }
+        try e.put("next", "2", in: ks, durability: .sync)
+        e.close()
+        let r = try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
+        #expect(try r.getString("next", in: r.defaultKeySpace) == "2")
+        r.close()
+    }
+
+    @Test func failingFlushIsReportedAndRetried() throws {
+        let fs = InMemoryFileSystem()
+        let e = try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
+        let ks = e.defaultKeySpace
+        for i in 0..<100 { try e.put("k\(i)", "v\(i)", in: ks) }
+        // The segment writes of the flush fail once.
+        fs.injectFault(.init(afterOperations: 1, operations: [.write], error: .diskFull(path: "/db")))
+        #expect(throws: StorageError.diskFull(path: "/db")) { try e.flush() }
+        #expect(try e.getString("k5", in: ks) == "v5")
+        try e.flush()
+        #expect(e.statistics().keySpaces[0].segmentsPerLevel[0] == 1)
+        #expect(try e.scan(ks).count == 100)
+        e.close()
+        let r = try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
+        #expect(try r.scan(r.defaultKeySpace).count == 100)
+        // No orphan from the failed attempt.
+        #expect(try fs.listDirectory("/db").filter { $0.hasSuffix(".seg") }.count == 1)
+        r.close()
+    }
+
+    @Test func newerStoreFormatIsRefused() throws {
+        let fs = InMemoryFileSystem()
+        try Engine.open(directory: "/db", options: Self.memoryOptions(fs)).close()
+        let current = string(fs.contents(of: "/db/CURRENT")!)
+        let manifest = "/db/" + current.split(separator: "\n")[0]
+        var edit = VersionEdit()
+        edit.formatVersion = 99
+        var framed = ByteWriter()
+        edit.encode().withUnsafeBytes { LogWriter.frame($0, into: &framed) }
+        fs.setContents(of: manifest, to: fs.contents(of: manifest)! + framed.bytes)
+        #expect(throws: StorageError.unsupportedFormatVersion(file: manifest, found: 99, supported: FormatConstants.storeFormatVersion)) {
+            try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
+        }
+    }
+
+    @Test func damagedCurrentIsCorruption() throws {
+        let fs = InMemoryFileSystem()
+        try Engine.open(directory: "/db", options: Self.memoryOptions(fs)).close()
+        var current = fs.contents(of: "/db/CURRENT")!
+        current[10] ^= 1
+        fs.setContents(of: "/db/CURRENT", to: current)
+        #expect(throws: StorageError.self) { try Engine.open(directory: "/db", options: Self.memoryOptions(fs)) }
+    }
+}

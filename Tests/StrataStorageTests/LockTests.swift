@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+@testable import StrataStorage
+
+@Suite struct LockTests {
+    /// The helper executable SwiftPM builds next to the test bundle.
+    static var tortureBinary: String? {
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<3 {
+            let candidate = dir.appendingPathComponent("strata-torture").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return nil
+    }
+
+    @Test func secondOpenInTheSameProcessIsLocked() throws {
+        let dir = TemporaryDirectory()
+        let e = try Engine.open(directory: dir.path)
+        #expect(throws: StorageError.locked(path: dir.path + "/LOCK")) { try Engine.open(directory: dir.path) }
+        e.close()
+        let again = try Engine.open(directory: dir.path)
+        again.close()
+    }
+
+    @Test func anotherProcessHoldingTheStoreLocksItOut() throws {
+        let binary = try #require(Self.tortureBinary, "strata-torture was not built next to the tests")
+        let dir = TemporaryDirectory()
+        try Engine.open(directory: dir.path).close()
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: binary)
+        child.arguments = ["hold", dir.path]
+        let input = Pipe(), output = Pipe()
+        child.standardInput = input
+        child.standardOutput = output
+        try child.run()
+        let line = output.fileHandleForReading.availableData
+        #expect(String(decoding: line, as: UTF8.self).hasPrefix("ready"))
+        for _ in 0..<20 {
+            #expect(throws: StorageError.locked(path: dir.path + "/LOCK")) { try Engine.open(directory: dir.path) }
+        }
+        // A holder killed with SIGKILL leaves no stale lock: the kernel drops flock locks.
+        kill(child.processIdentifier, SIGKILL)
+        child.waitUntilExit()
+        let e = try Engine.open(directory: dir.path)
+        e.close()
+    }
+
+    @Test func acknowledgedDurableWritesSurviveSIGKILL() throws {
+        let binary = try #require(Self.tortureBinary, "strata-torture was not built next to the tests")
+        let dir = TemporaryDirectory()
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: binary)
+        child.arguments = ["write", dir.path, "100000"]
+        let output = Pipe()
+        child.standardOutput = output
+        try child.run()
+        var acknowledged = -1
+        var text = ""
+        while acknowledged < 50 {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+            if let last = text.split(separator: "\n").last(where: { $0.hasPrefix("ack ") }) {
+                acknowledged = Int(last.dropFirst(4)) ?? acknowledged
+            }
+        }
+        kill(child.processIdentifier, SIGKILL)
+        child.waitUntilExit()
+        let e = try Engine.open(directory: dir.path)
+        defer { e.close() }
+        #expect(acknowledged >= 50)
+        for i in 0...acknowledged {
+            #expect(try e.get(bytes("key-\(i)"), in: e.defaultKeySpace) == bytes("value-\(i)"))
+        }
+    }
+}

@@ -1,0 +1,136 @@
+import Testing
+@testable import StrataStorage
+
+@Suite struct SegmentTests {
+    static let dir = "/db"
+
+    static func options(_ fs: InMemoryFileSystem) -> EngineOptions {
+        var o = EngineOptions()
+        o.fileSystem = fs
+        o.blockBytes = 512
+        return o
+    }
+
+    /// A store whose data is all in one segment file; returns its path.
+    static func storeWithOneSegment(_ fs: InMemoryFileSystem, count: Int = 200) throws -> String {
+        let e = try Engine.open(directory: dir, options: options(fs))
+        var batch = WriteBatch()
+        for i in 0..<count {
+            // Half-compressible values, so some blocks are lz4 and some may not be.
+            batch.put(key(i), bytes("value-\(i)-" + String(repeating: "ab", count: i % 20)), in: e.defaultKeySpace)
+        }
+        try e.write(batch)
+        try e.flush()
+        e.close()
+        let seg = try fs.listDirectory(dir).first { $0.hasSuffix(".seg") }!
+        return dir + "/" + seg
+    }
+
+    @Test func everyFlippedByteIsReportedNeverReturnedAsData() throws {
+        let fs = InMemoryFileSystem()
+        let count = 60
+        let seg = try Self.storeWithOneSegment(fs, count: count)
+        let original = fs.contents(of: seg)!
+        let expected = (0..<count).map { (key($0), bytes("value-\($0)-" + String(repeating: "ab", count: $0 % 20))) }
+        var detected = 0
+        for offset in 0..<original.count {
+            var damaged = original
+            damaged[offset] ^= 0x10
+            fs.setContents(of: seg, to: damaged)
+            do {
+                let e = try Engine.open(directory: Self.dir, options: Self.options(fs))
+                defer { e.close() }
+                let rows = try e.scan(e.defaultKeySpace)
+                // If nothing was reported, every answer must be right.
+                #expect(rows.map(\.key) == expected.map(\.0), "flip at \(offset) returned wrong keys")
+                #expect(rows.map(\.value) == expected.map(\.1), "flip at \(offset) returned wrong values")
+                for (k, v) in expected.prefix(20) { #expect(try e.get(k, in: e.defaultKeySpace) == v) }
+            } catch let error as StorageError {
+                switch error {
+                case .corruption, .badMagic, .unsupportedFormatVersion: detected += 1
+                default: Issue.record("flip at \(offset): unexpected error \(error)")
+                }
+            }
+        }
+        // Every byte of a segment is covered by a checksum, so every flip is detected.
+        #expect(detected == original.count)
+    }
+
+    @Test func corruptionNamesFileAndOffset() throws {
+        let fs = InMemoryFileSystem()
+        let seg = try Self.storeWithOneSegment(fs)
+        var damaged = fs.contents(of: seg)!
+        damaged[3] ^= 0xFF   // inside the first data block
+        fs.setContents(of: seg, to: damaged)
+        let e = try Engine.open(directory: Self.dir, options: Self.options(fs))
+        defer { e.close() }
+        #expect(throws: StorageError.corruption(file: seg, offset: 0, reason: "block checksum mismatch")) {
+            _ = try e.scan(e.defaultKeySpace)
+        }
+        #expect(throws: StorageError.corruption(file: seg, offset: 0, reason: "block checksum mismatch")) {
+            _ = try e.get(key(0), in: e.defaultKeySpace)
+        }
+    }
+
+    @Test func wrongMagicAndNewerVersionAreTypedErrors() throws {
+        let fs = InMemoryFileSystem()
+        let seg = try Self.storeWithOneSegment(fs)
+        let original = fs.contents(of: seg)!
+        var badMagic = original
+        badMagic[badMagic.count - 1] ^= 0x01
+        fs.setContents(of: seg, to: badMagic)
+        #expect(throws: StorageError.badMagic(file: seg)) { try Engine.open(directory: Self.dir, options: Self.options(fs)) }
+
+        // A footer from a newer format, with a valid checksum.
+        var newer = original
+        let footer = newer.count - FormatConstants.segmentFooterBytes
+        newer[footer + 48] = 9
+        let crc = newer[footer..<(footer + 52)].withUnsafeBytes { Checksum.mask(Checksum.crc32c($0)) }
+        withUnsafeBytes(of: crc.littleEndian) { for i in 0..<4 { newer[footer + 52 + i] = $0[i] } }
+        fs.setContents(of: seg, to: newer)
+        #expect(throws: StorageError.unsupportedFormatVersion(file: seg, found: 9, supported: FormatConstants.segmentFormatVersion)) {
+            try Engine.open(directory: Self.dir, options: Self.options(fs))
+        }
+    }
+
+    @Test func missingSegmentIsCorruption() throws {
+        let fs = InMemoryFileSystem()
+        let seg = try Self.storeWithOneSegment(fs)
+        try fs.removeFile(seg)
+        #expect {
+            try Engine.open(directory: Self.dir, options: Self.options(fs))
+        } throws: { error in
+            if case let StorageError.corruption(file, _, reason) = error { return file == seg && reason.contains("missing") }
+            return false
+        }
+    }
+
+    @Test func bloomFilterSparesBlockReadsForAbsentKeys() throws {
+        let fs = InMemoryFileSystem()
+        _ = try Self.storeWithOneSegment(fs, count: 1000)
+        let e = try Engine.open(directory: Self.dir, options: Self.options(fs))
+        defer { e.close() }
+        // Absent keys inside the segment's key range, so only the filter can rule them out.
+        for i in 0..<2000 { #expect(try e.get(key(i / 2) + bytes("-absent-\(i)"), in: e.defaultKeySpace) == nil) }
+        let s = e.statistics()
+        // About 1% false positives at 10 bits per key.
+        #expect(s.bloomFilterNegatives >= 1900)
+        #expect(s.blockCacheMisses + s.blockCacheHits <= 100)
+    }
+
+    @Test func blocksAreCompressedWhenItPays() throws {
+        let fs = InMemoryFileSystem()
+        let e = try Engine.open(directory: Self.dir, options: Self.options(fs))
+        var batch = WriteBatch()
+        for i in 0..<2000 { batch.put(key(i), [UInt8](repeating: UInt8(i % 7), count: 100), in: e.defaultKeySpace) }
+        try e.write(batch)
+        try e.flush()
+        let s = e.statistics()
+        // 2000 × 108 bytes of raw data; very compressible values.
+        #expect(s.keySpaces[0].liveSegmentBytes < 2000 * 108 / 3)
+        for i in stride(from: 0, to: 2000, by: 97) {
+            #expect(try e.get(key(i), in: e.defaultKeySpace) == [UInt8](repeating: UInt8(i % 7), count: 100))
+        }
+        e.close()
+    }
+}
