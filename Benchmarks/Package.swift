@@ -1,0 +1,28 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// The benchmarks are their own package so that building and testing Strata never needs a
+// peer's library. Peers: LevelDB 1.23 (Debian libleveldb-dev) for the engine workloads.
+let package = Package(
+    name: "StrataBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "Strata", path: ".."),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLevelDB",
+            providers: [.apt(["libleveldb-dev"]), .brew(["leveldb"])]
+        ),
+        .executableTarget(
+            name: "strata-bench",
+            dependencies: [
+                "CLevelDB",
+                .product(name: "StrataStorage", package: "Strata"),
+            ],
+            path: "Sources/StrataBench"
+        ),
+    ],
+    // The harness shares engines across its writer threads on purpose (fillsync-8threads).
+    swiftLanguageModes: [.v5]
+)

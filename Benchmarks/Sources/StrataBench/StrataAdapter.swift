@@ -1,0 +1,50 @@
+import StrataStorage
+
+final class StrataEngine: BenchEngine {
+    static let name = "Strata"
+    let engine: Engine
+    let keySpace: KeySpace
+    var batch = WriteBatch()
+
+    init(directory: String) throws {
+        engine = try Engine.open(directory: directory)
+        keySpace = engine.defaultKeySpace
+    }
+
+    func add(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        batch.put(key, value, in: keySpace)
+    }
+
+    func commit(sync: Bool) throws {
+        try engine.write(batch, durability: sync ? .groupCommit : Durability.none)
+        batch.removeAll()
+    }
+
+    func putConcurrently(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, sync: Bool) throws {
+        var one = WriteBatch()
+        one.put(key, value, in: keySpace)
+        try engine.write(one, durability: sync ? .groupCommit : Durability.none)
+    }
+
+    func get(key: UnsafeRawBufferPointer) throws -> Bool {
+        try engine.withValue(forKey: key, in: keySpace) { $0.count } != nil
+    }
+
+    func scanAll() throws -> (entries: Int, bytes: Int) {
+        let it = try engine.makeIterator(in: keySpace)
+        var n = 0, bytes = 0
+        try it.seekToFirst()
+        while it.isValid {
+            n += 1
+            bytes += it.key.count + it.value.count
+            try it.next()
+        }
+        return (n, bytes)
+    }
+
+    func compactAll() throws {
+        try engine.flush()
+    }
+
+    func close() { engine.close() }
+}
