@@ -1,3 +1,4 @@
+import Foundation
 import StrataStorage
 
 final class StrataEngine: BenchEngine {
@@ -7,7 +8,12 @@ final class StrataEngine: BenchEngine {
     var batch = WriteBatch()
 
     init(directory: String) throws {
-        engine = try Engine.open(directory: directory)
+        var options = EngineOptions()
+        // Experiments only: STRATA_MEMTABLE_MB overrides the memtable size.
+        if let mb = ProcessInfo.processInfo.environment["STRATA_MEMTABLE_MB"].flatMap(Int.init) {
+            options.memtableBytes = mb << 20
+        }
+        engine = try Engine.open(directory: directory, options: options)
         keySpace = engine.defaultKeySpace
     }
 

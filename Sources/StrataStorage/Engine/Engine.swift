@@ -39,6 +39,7 @@ public final class Engine: @unchecked Sendable {
     let cache: BlockCache
     let snapshots = SnapshotList()
     let flushQueue = DispatchQueue(label: "strata.flush")
+    let compactionQueue = DispatchQueue(label: "strata.compaction")
     let isClosed = Atomic<Bool>(false)
     /// Highest sequence number whose write is complete and visible to new reads.
     let visibleSequence = Atomic<UInt64>(0)
@@ -60,6 +61,10 @@ public final class Engine: @unchecked Sendable {
     var walNumber: UInt64
     var walNeedsRotation = false
     var keySpacesByName: [String: KeySpace] = [:]
+    var compactionScheduled = false
+    var compactionError: StorageError?
+    /// Per key space and level, the largest key of the last segment compacted there.
+    var compactionCursors: [UInt32: [Int: [UInt8]]] = [:]
     private var fileLock: (any FileLock)?
 
     // Guarded by `manifestLock`: the version set (manifest edits are applied one at a time).
@@ -91,6 +96,7 @@ public final class Engine: @unchecked Sendable {
         for ks in versions.keySpaces { keySpacesByName[ks.name] = ks }
         viewBox = Mutex(ReadView(memtables: recovered.memtables, immutables: nil, version: recovered.versions.current))
         for name in options.keySpaces { _ = try keySpace(named: name) }
+        commitLock.withLock { maybeScheduleCompaction() }
     }
 
     deinit { close() }
@@ -101,7 +107,7 @@ public final class Engine: @unchecked Sendable {
     public func close() {
         guard isClosed.exchange(true, ordering: .acquiringAndReleasing) == false else { return }
         commitLock.lock()
-        while flushRunning || !writers.isEmpty { commitLock.wait() }
+        while flushRunning || compactionScheduled || !writers.isEmpty { commitLock.wait() }
         try? wal.close()
         commitLock.unlock()
         manifestLock.withLock { versions.close() }
@@ -162,12 +168,27 @@ public final class Engine: @unchecked Sendable {
 
     @inline(__always) func currentView() -> ReadView { viewBox.withLock { $0 } }
 
+    /// The view and the sequence number a read uses, taken together under the view lock: a
+    /// compaction computes the oldest sequence any reader may use under the same lock
+    /// (`oldestReadableSequence`), so it never drops a version a read in flight still needs.
+    @inline(__always) func readState(_ snapshot: Snapshot?) -> (ReadView, UInt64) {
+        viewBox.withLock { view in (view, snapshot?.sequence ?? visibleSequence.load(ordering: .acquiring)) }
+    }
+
+    /// The oldest sequence number a current or future read can ask for.
+    func oldestReadableSequence() -> UInt64 {
+        viewBox.withLock { _ in
+            let latest = visibleSequence.load(ordering: .acquiring)
+            return min(latest, snapshots.oldest ?? latest)
+        }
+    }
+
     // MARK: Snapshots and statistics
 
     /// Pins the current state for consistent reads.
     public func snapshot() throws -> Snapshot {
         try checkOpen()
-        return Snapshot(sequence: visibleSequence.load(ordering: .acquiring), list: snapshots)
+        return viewBox.withLock { _ in Snapshot(sequence: visibleSequence.load(ordering: .acquiring), list: snapshots) }
     }
 
     /// The last committed sequence number.
@@ -200,6 +221,10 @@ public final class Engine: @unchecked Sendable {
             writeBatches: stats.writeBatches.load(ordering: .relaxed),
             walSyncs: stats.walSyncs.load(ordering: .relaxed),
             writeStalls: stats.writeStalls.load(ordering: .relaxed),
+            writeSlowdowns: stats.writeSlowdowns.load(ordering: .relaxed),
+            compactions: stats.compactions.load(ordering: .relaxed),
+            compactionBytesRead: stats.compactionBytesRead.load(ordering: .relaxed),
+            compactionSeconds: Double(stats.compactionMicros.load(ordering: .relaxed)) / 1e6,
             keySpaces: spaces, memtableBytes: memBytes, blockCacheBytes: cache.usageBytes)
     }
 }

@@ -77,6 +77,7 @@ extension Engine {
         } else {
             immutables = nil
             publishView()
+            maybeScheduleCompaction()
         }
         flushRunning = false
         commitLock.broadcast()

@@ -26,7 +26,9 @@ public struct EngineOptions: Sendable {
     /// Default durability of `write` (default `.none`, like LevelDB's default).
     public var durability: Durability = .none
     /// Memtable size (all key spaces together) at which it is frozen and flushed to segments.
-    public var memtableBytes = 64 << 20
+    /// 4 MiB by measurement: random inserts of 1M entries ran at 1.54M/s with 4 MiB, 0.65M/s
+    /// with 16 MiB and 0.53M/s with 64 MiB (skip-list nodes stop fitting in the CPU caches).
+    public var memtableBytes = 4 << 20
     /// Size of the LRU cache of decoded blocks.
     public var blockCacheBytes = 64 << 20
     /// Target size of a data block before compression.

@@ -17,8 +17,7 @@ extension Engine {
         guard key.count <= StorageLimits.maxKeyBytes else {
             throw StorageError.keyTooLarge(size: key.count, limit: StorageLimits.maxKeyBytes)
         }
-        let sequence = snapshot?.sequence ?? visibleSequence.load(ordering: .acquiring)
-        let view = currentView()
+        let (view, sequence) = readState(snapshot)
         guard let mem = view.memtables[keySpace.id] else { throw StorageError.unknownKeySpace(keySpace.name) }
         if let r = mem.get(key, sequence: sequence) {
             if case let .found(v) = r { return try withExtendedLifetime(view) { try body(v) } }
@@ -66,8 +65,7 @@ extension Engine {
     public func makeIterator(in keySpace: KeySpace, lowerBound: [UInt8]? = nil, upperBound: [UInt8]? = nil,
                              snapshot: Snapshot? = nil) throws -> EngineIterator {
         try checkOpen()
-        let sequence = snapshot?.sequence ?? visibleSequence.load(ordering: .acquiring)
-        let view = currentView()
+        let (view, sequence) = readState(snapshot)
         guard let mem = view.memtables[keySpace.id] else { throw StorageError.unknownKeySpace(keySpace.name) }
         var children: [any InternalIterator] = [MemtableIterator(mem)]
         if let imm = view.immutables?[keySpace.id] { children.append(MemtableIterator(imm)) }

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// One writer waiting in the commit queue.
 final class PendingWrite {
     let batch: WriteBatch
@@ -142,7 +148,29 @@ extension Engine {
     /// REQUIRES: `commitLock` held by the commit leader.
     func makeRoomForWrite(force: Bool = false) throws {
         var forced = force
+        var delayed = false
         while true {
+            let level0 = level0Count(currentView())
+            if level0 >= CompactionPolicy.level0StopWrites {
+                if let e = compactionError, !compactionScheduled {
+                    compactionError = nil
+                    maybeScheduleCompaction()
+                    throw e
+                }
+                stats.writeStalls.add(1, ordering: .relaxed)
+                maybeScheduleCompaction()
+                commitLock.wait()
+                continue
+            }
+            if level0 >= CompactionPolicy.level0SlowdownWrites && !delayed && !forced {
+                // Give compaction a little of the writer's time rather than stop it later.
+                delayed = true
+                stats.writeSlowdowns.add(1, ordering: .relaxed)
+                commitLock.unlock()
+                usleep(CompactionPolicy.slowdownDelayMicros)
+                commitLock.lock()
+                continue
+            }
             if walNeedsRotation {
                 try startNewWal()
                 walNeedsRotation = false

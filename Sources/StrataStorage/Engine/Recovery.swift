@@ -107,7 +107,7 @@ enum Recovery {
         let walNumber = versions.newFileNumber()
         let walPath = joinPath(directory, walName(walNumber))
         let wal = LogWriter(file: try fs.openWritable(walPath, truncate: true), path: walPath)
-        if isNew || wals.isEmpty {
+        if memtables.values.allSatisfy(\.isEmpty) {
             // No older WAL holds unflushed data: the new one is where the log starts.
             try versions.setLogNumber(walNumber)
         }

@@ -15,6 +15,10 @@ final class StatisticsCounters: Sendable {
     let writeBatches = Atomic<UInt64>(0)
     let walSyncs = Atomic<UInt64>(0)
     let writeStalls = Atomic<UInt64>(0)
+    let writeSlowdowns = Atomic<UInt64>(0)
+    let compactions = Atomic<UInt64>(0)
+    let compactionBytesRead = Atomic<UInt64>(0)
+    let compactionMicros = Atomic<UInt64>(0)
 }
 
 /// A snapshot of the engine's counters and shape, from ``Engine/statistics()``.
@@ -42,8 +46,16 @@ public struct EngineStatistics: Sendable, Equatable {
     public var writeBatches: UInt64
     /// fdatasync calls on the WAL (group commit makes this smaller than the durable writes).
     public var walSyncs: UInt64
-    /// Times a writer waited because the previous memtable was still being flushed.
+    /// Times a writer waited: the previous memtable was still being flushed, or level 0 had
+    /// ``CompactionPolicy`` stop-writes segments.
     public var writeStalls: UInt64
+    /// Writes delayed by 1 ms because level 0 was filling up.
+    public var writeSlowdowns: UInt64
+    public var compactions: UInt64
+    /// Bytes of segments read by compactions.
+    public var compactionBytesRead: UInt64
+    /// Time spent compacting, in seconds.
+    public var compactionSeconds: Double
     /// Per key space: segments per level and live bytes.
     public var keySpaces: [KeySpaceStatistics]
     /// Bytes held by memtables.
@@ -52,6 +64,9 @@ public struct EngineStatistics: Sendable, Equatable {
 
     /// Total bytes written to disk.
     public var bytesWrittenToDisk: UInt64 { walBytesWritten + segmentBytesWritten + manifestBytesWritten }
+
+    /// Live bytes on disk (segments of every key space).
+    public var liveSegmentBytes: UInt64 { keySpaces.reduce(0) { $0 + $1.liveSegmentBytes } }
 
     /// Bytes written to disk per user byte (0 before any write).
     public var writeAmplification: Double {

@@ -1,12 +1,24 @@
+import Synchronization
+
 /// A live segment: its manifest record and its open reader. Shared by every ``Version`` that
 /// lists it; readers and iterators keep it (and so its file handle) alive while they use it.
+///
+/// When compaction replaces a segment it is marked obsolete; its file is deleted when the last
+/// version, iterator or snapshot view that lists it goes away (reference counting by ARC).
 final class LiveSegment: Sendable {
     let meta: SegmentMeta
     let reader: SegmentReader
+    private let obsolete = Atomic<Bool>(false)
 
     init(meta: SegmentMeta, reader: SegmentReader) {
         self.meta = meta
         self.reader = reader
+    }
+
+    func markObsolete() { obsolete.store(true, ordering: .releasing) }
+
+    deinit {
+        if obsolete.load(ordering: .acquiring) { reader.deleteFile() }
     }
 
     var smallestUserKey: UnsafeRawBufferPointer { meta.smallest.withUnsafeBytes { InternalKey.userKey($0) } }

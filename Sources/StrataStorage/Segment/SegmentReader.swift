@@ -13,12 +13,15 @@ final class SegmentReader: @unchecked Sendable {
     private let filter: [UInt8]
     private let cache: BlockCache
     private let stats: StatisticsCounters
+    private var fileSystem: (any FileSystem)?
 
     static func open(fileSystem: any FileSystem, path: String, fileNumber: UInt64, cache: BlockCache,
                      stats: StatisticsCounters) throws -> SegmentReader {
         let file = try fileSystem.openReadable(path)
         do {
-            return try SegmentReader(file: file, path: path, fileNumber: fileNumber, cache: cache, stats: stats)
+            let reader = try SegmentReader(file: file, path: path, fileNumber: fileNumber, cache: cache, stats: stats)
+            reader.fileSystem = fileSystem
+            return reader
         } catch {
             file.close()
             throw error
@@ -55,6 +58,13 @@ final class SegmentReader: @unchecked Sendable {
     deinit { file.close() }
 
     func close() { file.close() }
+
+    /// Closes and removes the file of a segment nothing uses any more.
+    func deleteFile() {
+        file.close()
+        cache.evict(segmentId: fileNumber)
+        try? fileSystem?.removeFile(path)
+    }
 
     private static func readExactly(_ file: any ReadableFile, path: String, offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws {
         var done = 0

@@ -1,0 +1,105 @@
+/// Runs one ``CompactionJob``: merges its inputs and writes the surviving entries into new
+/// segments, cut at about ``CompactionPolicy/targetSegmentBytes`` on user-key boundaries (so all
+/// versions of a key stay in one segment).
+///
+/// Dropped: a version hidden by a newer version of the same key that every reader can see
+/// (sequence ≤ `oldestReadable`), and a tombstone every reader can see when no deeper level can
+/// hold the key (LevelDB's rules).
+struct Compactor {
+    let job: CompactionJob
+    let version: Version
+    let oldestReadable: UInt64
+    let layout: SegmentLayout
+    let fileSystem: any FileSystem
+    let directory: String
+    let newFileNumber: () -> UInt64
+    let stats: StatisticsCounters
+
+    /// Paths of files written so far (for cleanup when the job fails).
+    private(set) var written: [String] = []
+
+    init(job: CompactionJob, version: Version, oldestReadable: UInt64, layout: SegmentLayout, fileSystem: any FileSystem,
+         directory: String, stats: StatisticsCounters, newFileNumber: @escaping () -> UInt64) {
+        self.job = job
+        self.version = version
+        self.oldestReadable = oldestReadable
+        self.layout = layout
+        self.fileSystem = fileSystem
+        self.directory = directory
+        self.stats = stats
+        self.newFileNumber = newFileNumber
+    }
+
+    /// Whether no level below the output level may hold `userKey`.
+    private func isBottommost(_ userKey: UnsafeRawBufferPointer) -> Bool {
+        guard let ks = version.keySpaces[job.keySpaceId] else { return true }
+        for level in (job.outputLevel + 1)..<Version.levelCount {
+            for s in ks.levels[level] where s.covers(userKey) { return false }
+        }
+        return true
+    }
+
+    mutating func run() throws -> [SegmentMeta] {
+        let merged = MergingIterator(job.allInputs.map { $0.reader.makeIterator() as any InternalIterator })
+        merged.seekToFirst()
+        var outputs: [SegmentMeta] = []
+        var writer: SegmentWriter?
+        var writerNumber: UInt64 = 0
+        var currentKey: [UInt8] = []
+        var hasCurrent = false
+        var lastSequenceForKey = UInt64.max
+
+        func finish(_ w: SegmentWriter, _ number: UInt64) throws {
+            let props = try w.finish()
+            stats.segmentBytesWritten.add(w.fileSize, ordering: .relaxed)
+            outputs.append(SegmentMeta(keySpaceId: job.keySpaceId, level: job.outputLevel, fileNumber: number,
+                                       fileSize: w.fileSize, smallest: props.smallestKey, largest: props.largestKey,
+                                       minSequence: props.minSequence, maxSequence: props.maxSequence,
+                                       entryCount: props.entryCount))
+        }
+
+        do {
+            while merged.isValid {
+                let ik = merged.key
+                let userKey = InternalKey.userKey(ik)
+                let trailer = InternalKey.trailer(ik)
+                let sequence = trailer >> 8
+                let isNewKey = !hasCurrent || !currentKey.withUnsafeBytes { $0.bytesEqual(userKey) }
+                if isNewKey {
+                    if let w = writer, w.fileSize >= CompactionPolicy.targetSegmentBytes {
+                        try finish(w, writerNumber)
+                        writer = nil
+                    }
+                    currentKey.removeAll(keepingCapacity: true)
+                    currentKey.append(contentsOf: userKey)
+                    hasCurrent = true
+                    lastSequenceForKey = .max
+                }
+                var drop = false
+                if lastSequenceForKey <= oldestReadable {
+                    drop = true   // a newer version of this key is visible to every reader
+                } else if trailer & 0xFF == UInt64(EntryKind.deletion.rawValue), sequence <= oldestReadable, isBottommost(userKey) {
+                    drop = true   // nothing older remains for this tombstone to hide
+                }
+                lastSequenceForKey = sequence
+                if !drop {
+                    if writer == nil {
+                        writerNumber = newFileNumber()
+                        let path = joinPath(directory, Recovery.segmentName(writerNumber))
+                        written.append(path)
+                        writer = SegmentWriter(file: try fileSystem.openWritable(path, truncate: true), path: path,
+                                               keySpaceId: job.keySpaceId, layout: layout)
+                    }
+                    try writer!.add(internalKey: ik, value: merged.value)
+                }
+                merged.next()
+            }
+            if let e = merged.error { throw e }
+            if let w = writer { try finish(w, writerNumber) }
+        } catch {
+            writer?.abandon()
+            throw error
+        }
+        return outputs
+    }
+}

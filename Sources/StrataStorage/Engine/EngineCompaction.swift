@@ -1,0 +1,137 @@
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What a manual compaction did, from ``Engine/compact(keySpace:)``.
+public struct CompactionReport: Sendable, Equatable {
+    /// Bytes of live segment files before and after, over the compacted key spaces.
+    public var bytesBefore: UInt64
+    public var bytesAfter: UInt64
+    public var segmentsBefore: Int
+    public var segmentsAfter: Int
+    public var seconds: Double
+}
+
+extension Engine {
+    /// Compacts everything of one key space (or of all) into its deepest level: afterwards each
+    /// key has one version (unless a snapshot needs an older one) and no tombstone is left.
+    /// Flushes the memtable first. Returns sizes before and after.
+    ///
+    /// ```swift
+    /// let report = try engine.compact()
+    /// print("\(report.bytesBefore) → \(report.bytesAfter) bytes")
+    /// ```
+    public func compact(keySpace: KeySpace? = nil) throws -> CompactionReport {
+        try checkOpen()
+        try flush()
+        let start = monotonicSeconds()
+        let ids = keySpace.map { [$0.id] } ?? keySpaces.map(\.id)
+        func totals() -> (UInt64, Int) {
+            let v = currentView().version
+            var bytes: UInt64 = 0, count = 0
+            for id in ids { for level in v.keySpaces[id]?.levels ?? [] { count += level.count; bytes += level.reduce(0) { $0 + $1.meta.fileSize } } }
+            return (bytes, count)
+        }
+        let (beforeBytes, beforeCount) = totals()
+        var failure: Error?
+        compactionQueue.sync {
+            for id in ids {
+                let version = manifestLock.withLock { versions.current }
+                guard let ks = version.keySpaces[id] else { continue }
+                let all = ks.levels.flatMap { $0 }
+                guard !all.isEmpty else { continue }
+                let deepest = ks.levels.lastIndex { !$0.isEmpty } ?? 1
+                let outputLevel = max(1, deepest)
+                let job = CompactionJob(keySpaceId: id, level: 0, outputLevel: outputLevel,
+                                        inputs: all.filter { $0.meta.level != outputLevel },
+                                        nextInputs: all.filter { $0.meta.level == outputLevel })
+                do { try runCompactionJob(job, version: version) } catch { failure = error; return }
+            }
+        }
+        if let failure { throw failure }
+        let (afterBytes, afterCount) = totals()
+        return CompactionReport(bytesBefore: beforeBytes, bytesAfter: afterBytes, segmentsBefore: beforeCount,
+                                segmentsAfter: afterCount, seconds: monotonicSeconds() - start)
+    }
+
+    /// REQUIRES: `commitLock` held.
+    func maybeScheduleCompaction() {
+        guard !compactionScheduled, !isClosed.load(ordering: .relaxed) else { return }
+        compactionScheduled = true
+        compactionQueue.async { [self] in
+            runBackgroundCompactions()
+            commitLock.withLock {
+                compactionScheduled = false
+                commitLock.broadcast()
+            }
+        }
+    }
+
+    /// Runs jobs while some level is over its target. Stops at the first failure: the error
+    /// is kept for stalled writers and the work is retried at the next flush.
+    private func runBackgroundCompactions() {
+        while !isClosed.load(ordering: .relaxed) {
+            let version = manifestLock.withLock { versions.current }
+            let cursors = commitLock.withLock { compactionCursors }
+            guard let job = CompactionPicker.pick(version, cursors: cursors) else { break }
+            do {
+                try runCompactionJob(job, version: version)
+                commitLock.withLock { compactionError = nil }
+            } catch {
+                commitLock.withLock {
+                    compactionError = (error as? StorageError) ?? .io(operation: "compaction", path: directory, errno: 0)
+                    commitLock.broadcast()
+                }
+                break
+            }
+        }
+    }
+
+    /// Merges a job's inputs, records the result in the manifest and installs it. Runs on the
+    /// compaction queue only, so jobs never overlap.
+    func runCompactionJob(_ job: CompactionJob, version: Version) throws {
+        let start = monotonicSeconds()
+        var compactor = Compactor(job: job, version: version, oldestReadable: oldestReadableSequence(), layout: layout,
+                                  fileSystem: fileSystem, directory: directory, stats: stats) { [self] in
+            manifestLock.withLock { versions.newFileNumber() }
+        }
+        let outputs: [SegmentMeta]
+        do {
+            outputs = try compactor.run()
+            if !outputs.isEmpty { try fileSystem.syncDirectory(directory) }
+            var edit = VersionEdit()
+            edit.deletedSegments = job.allInputs.map { .init(keySpaceId: job.keySpaceId, level: $0.meta.level, fileNumber: $0.meta.fileNumber) }
+            edit.addedSegments = outputs
+            try manifestLock.withLock { try versions.logAndApply(edit) }
+        } catch {
+            // Outputs never became live; remove them now (an open would remove them too).
+            for path in compactor.written { try? fileSystem.removeFile(path) }
+            throw error
+        }
+        for s in job.allInputs { s.markObsolete() }
+        stats.compactions.add(1, ordering: .relaxed)
+        stats.compactionBytesRead.add(job.inputBytes, ordering: .relaxed)
+        stats.compactionMicros.add(UInt64((monotonicSeconds() - start) * 1e6), ordering: .relaxed)
+        commitLock.withLock {
+            if job.level > 0, let last = job.inputs.last {
+                compactionCursors[job.keySpaceId, default: [:]][job.level] = last.meta.largest
+            }
+            publishView()
+            commitLock.broadcast()
+        }
+    }
+
+    /// Largest number of level-0 segments of any key space.
+    func level0Count(_ view: ReadView) -> Int {
+        view.version.keySpaces.values.reduce(0) { max($0, $1.levels[0].count) }
+    }
+}
+
+func monotonicSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}

@@ -1,0 +1,156 @@
+import Testing
+@testable import StrataStorage
+
+@Suite struct CompactionTests {
+    static func smallOptions(_ fs: InMemoryFileSystem? = nil) -> EngineOptions {
+        var o = EngineOptions()
+        if let fs { o.fileSystem = fs }
+        o.memtableBytes = 64 << 10
+        o.blockBytes = 1024
+        return o
+    }
+
+    @Test func backgroundCompactionKeepsLevel0SmallAndDataIntact() throws {
+        let dir = TemporaryDirectory()
+        let e = try Engine.open(directory: dir.path, options: Self.smallOptions())
+        let ks = e.defaultKeySpace
+        var model: [Int: String] = [:]
+        var rng = ModelTests.Rng(state: 11)
+        for round in 0..<30 {
+            var batch = WriteBatch()
+            for _ in 0..<400 {
+                let k = rng.below(3000)
+                if rng.below(5) == 0 {
+                    batch.delete(key(k), in: ks)
+                    model[k] = nil
+                } else {
+                    let v = "r\(round)-" + String(repeating: "v", count: rng.below(80))
+                    batch.put(key(k), bytes(v), in: ks)
+                    model[k] = v
+                }
+            }
+            try e.write(batch)
+        }
+        try e.flush()
+        let s = e.statistics()
+        #expect(s.compactions >= 1)
+        #expect(s.keySpaces[0].segmentsPerLevel[0] < CompactionPolicy.level0StopWrites)
+        let expected = model.keys.sorted().map { (key($0), bytes(model[$0]!)) }
+        let rows = try e.scan(ks)
+        #expect(rows.map(\.key) == expected.map(\.0))
+        #expect(rows.map(\.value) == expected.map(\.1))
+        e.close()
+        let r = try Engine.open(directory: dir.path, options: Self.smallOptions())
+        #expect(try r.scan(r.defaultKeySpace).count == expected.count)
+        r.close()
+    }
+
+    @Test func fullCompactionDropsObsoleteDataAndShrinksTheStore() throws {
+        let dir = TemporaryDirectory()
+        let e = try Engine.open(directory: dir.path, options: Self.smallOptions())
+        let ks = e.defaultKeySpace
+        let value = [UInt8](repeating: 7, count: 200)
+        for _ in 0..<10 {
+            var batch = WriteBatch()
+            for i in 0..<500 { batch.put(key(i), value, in: ks) }
+            try e.write(batch)
+            try e.flush()
+        }
+        var deletes = WriteBatch()
+        for i in 0..<250 { deletes.delete(key(i), in: ks) }
+        try e.write(deletes)
+        let report = try e.compact()
+        #expect(report.bytesAfter < report.bytesBefore)
+        let s = e.statistics()
+        // One version of each of the 250 live keys, no tombstones.
+        #expect(s.keySpaces[0].segmentEntries == 250)
+        #expect(s.keySpaces[0].segmentsPerLevel[0] == 0)
+        #expect(try e.scan(ks).map(\.key) == (250..<500).map { key($0) })
+        e.close()
+        let r = try Engine.open(directory: dir.path, options: Self.smallOptions())
+        #expect(r.statistics().keySpaces[0].segmentEntries == 250)
+        r.close()
+        // Nothing left on disk but the live segments, one manifest, one (empty) WAL.
+        let names = try PosixFileSystem().listDirectory(dir.path)
+        #expect(names.filter { $0.hasSuffix(".wal") }.count == 1)
+        #expect(names.filter { $0.hasPrefix("MANIFEST-") }.count == 1)
+    }
+
+    @Test func snapshotKeepsTheVersionsItSeesThroughCompaction() throws {
+        let dir = TemporaryDirectory()
+        let e = try Engine.open(directory: dir.path, options: Self.smallOptions())
+        defer { e.close() }
+        let ks = e.defaultKeySpace
+        try e.put("k", "old", in: ks)
+        try e.put("gone", "here", in: ks)
+        let snap = try e.snapshot()
+        try e.put("k", "new", in: ks)
+        try e.delete("gone", in: ks)
+        _ = try e.compact()
+        #expect(try e.getString("k", in: ks) == "new")
+        #expect(try e.getString("k", in: ks, snapshot: snap) == "old")
+        #expect(try e.getString("gone", in: ks, snapshot: snap) == "here")
+        #expect(try e.getString("gone", in: ks) == nil)
+        snap.release()
+        _ = try e.compact()
+        #expect(e.statistics().keySpaces[0].segmentEntries == 1)
+    }
+
+    @Test func iteratorKeepsReadingFilesThatCompactionReplaced() throws {
+        let dir = TemporaryDirectory()
+        let e = try Engine.open(directory: dir.path, options: Self.smallOptions())
+        defer { e.close() }
+        let ks = e.defaultKeySpace
+        for round in 0..<3 {
+            var batch = WriteBatch()
+            for i in 0..<300 { batch.put(key(i), bytes("r\(round)"), in: ks) }
+            try e.write(batch)
+            try e.flush()
+        }
+        let it = try e.makeIterator(in: ks)
+        try it.seekToFirst()
+        _ = try e.compact()
+        var n = 0
+        while it.isValid {
+            #expect(String(decoding: it.value, as: UTF8.self) == "r2")
+            n += 1
+            try it.next()
+        }
+        #expect(n == 300)
+    }
+
+    @Test func crashDuringCompactionLosesNothingAndLeavesNoOrphans() throws {
+        // Fail the Nth file operation of a full compaction, for every N until it succeeds.
+        var n = 0
+        var completed = false
+        while !completed && n < 200 {
+            let fs = InMemoryFileSystem()
+            let e = try Engine.open(directory: "/db", options: Self.smallOptions(fs))
+            let ks = e.defaultKeySpace
+            for round in 0..<4 {
+                var batch = WriteBatch()
+                for i in 0..<300 { batch.put(key(i), bytes("r\(round)-\(i)"), in: ks) }
+                try e.write(batch, durability: .sync)
+                try e.flush()
+            }
+            fs.injectFault(.init(afterOperations: n, operations: [.open, .write, .sync, .rename, .syncDirectory],
+                                 error: .io(operation: "injected", path: "/db", errno: 5), sticky: true))
+            do {
+                _ = try e.compact()
+                completed = true
+            } catch {}
+            fs.simulateCrash(.dropUnsynced)
+            let r = try Engine.open(directory: "/db", options: Self.smallOptions(fs))
+            let rows = try r.scan(r.defaultKeySpace)
+            #expect(rows.count == 300, "fault at operation \(n)")
+            #expect(rows.allSatisfy { string($0.value).hasPrefix("r3-") }, "fault at operation \(n)")
+            // Close first: the reopened store may start a compaction of its own.
+            r.close()
+            let segmentFiles = try fs.listDirectory("/db").filter { $0.hasSuffix(".seg") }.count
+            let liveSegments = r.statistics().keySpaces.reduce(0) { $0 + $1.segmentsPerLevel.reduce(0, +) }
+            #expect(segmentFiles == liveSegments, "orphan segments after fault at operation \(n)")
+            n += 1
+        }
+        #expect(completed)
+    }
+}
