@@ -85,6 +85,11 @@ func run<E: BenchEngine>(_ type: E.Type, workload: Workload, count n: Int, direc
         seconds = now() - start
         guard entries == n else { throw LevelDBEngine.Failure(description: "readseq saw \(entries) of \(n)") }
         bytes = scanned
+    case .compacted:
+        try load(order: data.permutation(seed: 42), batchSize: 1000)
+        let start = now()
+        try engine.compactAll()
+        seconds = now() - start
     case .fillsync:
         operations = min(n, 10_000)
         bytes = operations * entryBytes

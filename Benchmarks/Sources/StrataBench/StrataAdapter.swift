@@ -49,7 +49,7 @@ final class StrataEngine: BenchEngine {
     }
 
     func compactAll() throws {
-        try engine.flush()
+        _ = try engine.compact()
     }
 
     func close() { engine.close() }

@@ -2,6 +2,8 @@
 enum Workload: String, CaseIterable {
     case fillseq, fillseqBatch = "fillseq-batch1000", fillrandom, fillrandomBatch = "fillrandom-batch1000"
     case overwrite, readrandom, readseq, fillsync, fillsync8 = "fillsync-8threads"
+    /// Random load of all N keys, then a full compaction; reports the size on disk.
+    case compacted = "compacted-size"
 
     var isRead: Bool { self == .readrandom || self == .readseq }
 }

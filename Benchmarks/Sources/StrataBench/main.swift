@@ -75,9 +75,9 @@ func formatRate(_ x: Double) -> String {
 }
 
 var rows: [String] = []
-let header = "| workload | Strata ops/s | LevelDB ops/s | Strata MB/s | LevelDB MB/s | Strata/LevelDB | Strata RSS MB | LevelDB RSS MB |"
+let header = "| workload | Strata ops/s | LevelDB ops/s | Strata MB/s | LevelDB MB/s | Strata/LevelDB | Strata RSS MB | LevelDB RSS MB | Strata disk MB | LevelDB disk MB |"
 rows.append(header)
-rows.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+rows.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 print("N = \(n), repetitions = \(reps) (medians)")
 print(header)
 for w in workloads {
@@ -97,7 +97,9 @@ for w in workloads {
     let ratio = (so != nil && lo != nil) ? String(format: "%.2f×", so! / lo!) : "–"
     let row = "| \(w.rawValue) | \(so.map(formatRate) ?? "–") | \(lo.map(formatRate) ?? "–") | "
         + "\(sm.map { String(format: "%.1f", $0) } ?? "–") | \(lm.map { String(format: "%.1f", $0) } ?? "–") | \(ratio) | "
-        + "\(sr.map { String(format: "%.0f", $0) } ?? "–") | \(lr.map { String(format: "%.0f", $0) } ?? "–") |"
+        + "\(sr.map { String(format: "%.0f", $0) } ?? "–") | \(lr.map { String(format: "%.0f", $0) } ?? "–") | "
+        + "\(cell("strata") { Double($0.diskBytes) / 1e6 }.map { String(format: "%.1f", $0) } ?? "–") | "
+        + "\(cell("leveldb") { Double($0.diskBytes) / 1e6 }.map { String(format: "%.1f", $0) } ?? "–") |"
     rows.append(row)
     print(row)
 }

@@ -31,6 +31,25 @@ struct CompactionJob {
     var nextInputs: [LiveSegment]
 
     var allInputs: [LiveSegment] { inputs + nextInputs }
+
+    /// Background jobs whose inputs overlap nothing (neither the next level nor each other)
+    /// need no merge: the files move down a level in the manifest only (LevelDB's trivial
+    /// move). Full compactions always rewrite, to drop obsolete versions.
+    var allowsTrivialMove = true
+
+    var isTrivialMove: Bool {
+        guard allowsTrivialMove, nextInputs.isEmpty, outputLevel > level else { return false }
+        let sorted = inputs.sorted { a, b in
+            CompactionPicker.userKey(a.meta.smallest).lexicographicallyPrecedes(CompactionPicker.userKey(b.meta.smallest))
+        }
+        for (a, b) in zip(sorted, sorted.dropFirst()) {
+            // Overlap if a's largest user key >= b's smallest user key.
+            if !CompactionPicker.userKey(a.meta.largest).lexicographicallyPrecedes(CompactionPicker.userKey(b.meta.smallest)) {
+                return false
+            }
+        }
+        return true
+    }
     var inputBytes: UInt64 { allInputs.reduce(0) { $0 + $1.meta.fileSize } }
 }
 
@@ -71,20 +90,26 @@ enum CompactionPicker {
 
     /// Smallest and largest user keys of a set of segments.
     static func range(of segments: [LiveSegment]) -> ([UInt8], [UInt8]) {
-        var lo: [UInt8]?, hi: [UInt8]?
-        for s in segments {
-            let a = s.meta.smallest.withUnsafeBytes { Array(InternalKey.userKey($0)) }
-            let b = s.meta.largest.withUnsafeBytes { Array(InternalKey.userKey($0)) }
-            if lo == nil || a.lexicographicallyPrecedes(lo!) { lo = a }
-            if hi == nil || hi!.lexicographicallyPrecedes(b) { hi = b }
+        guard let first = segments.first else { return ([], []) }
+        var lo = userKey(first.meta.smallest)
+        var hi = userKey(first.meta.largest)
+        for s in segments.dropFirst() {
+            let a = userKey(s.meta.smallest)
+            if a.lexicographicallyPrecedes(lo) { lo = a }
+            let b = userKey(s.meta.largest)
+            if hi.lexicographicallyPrecedes(b) { hi = b }
         }
-        return (lo ?? [], hi ?? [])
+        return (lo, hi)
+    }
+
+    static func userKey(_ internalKey: [UInt8]) -> [UInt8] {
+        Array(internalKey.dropLast(InternalKey.trailerBytes))
     }
 
     static func overlapping(_ files: [LiveSegment], _ lo: [UInt8], _ hi: [UInt8]) -> [LiveSegment] {
         files.filter { f in
-            let fl = f.meta.smallest.withUnsafeBytes { Array(InternalKey.userKey($0)) }
-            let fh = f.meta.largest.withUnsafeBytes { Array(InternalKey.userKey($0)) }
+            let fl = userKey(f.meta.smallest)
+            let fh = userKey(f.meta.largest)
             return !(fh.lexicographicallyPrecedes(lo) || hi.lexicographicallyPrecedes(fl))
         }
     }

@@ -10,6 +10,7 @@ struct Compactor {
     let version: Version
     let oldestReadable: UInt64
     let layout: SegmentLayout
+    let targetSegmentBytes: UInt64
     let fileSystem: any FileSystem
     let directory: String
     let newFileNumber: () -> UInt64
@@ -18,12 +19,14 @@ struct Compactor {
     /// Paths of files written so far (for cleanup when the job fails).
     private(set) var written: [String] = []
 
-    init(job: CompactionJob, version: Version, oldestReadable: UInt64, layout: SegmentLayout, fileSystem: any FileSystem,
+    init(job: CompactionJob, version: Version, oldestReadable: UInt64, layout: SegmentLayout, targetSegmentBytes: UInt64,
+         fileSystem: any FileSystem,
          directory: String, stats: StatisticsCounters, newFileNumber: @escaping () -> UInt64) {
         self.job = job
         self.version = version
         self.oldestReadable = oldestReadable
         self.layout = layout
+        self.targetSegmentBytes = targetSegmentBytes
         self.fileSystem = fileSystem
         self.directory = directory
         self.stats = stats
@@ -66,7 +69,7 @@ struct Compactor {
                 let sequence = trailer >> 8
                 let isNewKey = !hasCurrent || !currentKey.withUnsafeBytes { $0.bytesEqual(userKey) }
                 if isNewKey {
-                    if let w = writer, w.fileSize >= CompactionPolicy.targetSegmentBytes {
+                    if let w = writer, w.fileSize >= targetSegmentBytes {
                         try finish(w, writerNumber)
                         writer = nil
                     }

@@ -45,9 +45,10 @@ extension Engine {
                 guard !all.isEmpty else { continue }
                 let deepest = ks.levels.lastIndex { !$0.isEmpty } ?? 1
                 let outputLevel = max(1, deepest)
-                let job = CompactionJob(keySpaceId: id, level: 0, outputLevel: outputLevel,
+                var job = CompactionJob(keySpaceId: id, level: 0, outputLevel: outputLevel,
                                         inputs: all.filter { $0.meta.level != outputLevel },
                                         nextInputs: all.filter { $0.meta.level == outputLevel })
+                job.allowsTrivialMove = false
                 do { try runCompactionJob(job, version: version) } catch { failure = error; return }
             }
         }
@@ -55,6 +56,17 @@ extension Engine {
         let (afterBytes, afterCount) = totals()
         return CompactionReport(bytesBefore: beforeBytes, bytesAfter: afterBytes, segmentsBefore: beforeCount,
                                 segmentsAfter: afterCount, seconds: monotonicSeconds() - start)
+    }
+
+    /// Waits until no flush or compaction is running or due (for tools, tests, benchmarks).
+    public func waitForBackgroundWork() throws {
+        try checkOpen()
+        commitLock.lock()
+        defer { commitLock.unlock() }
+        while flushRunning || compactionScheduled || immutables != nil {
+            if let e = backgroundError ?? compactionError, !flushRunning, !compactionScheduled { throw e }
+            commitLock.wait()
+        }
     }
 
     /// REQUIRES: `commitLock` held.
@@ -94,7 +106,25 @@ extension Engine {
     /// compaction queue only, so jobs never overlap.
     func runCompactionJob(_ job: CompactionJob, version: Version) throws {
         let start = monotonicSeconds()
+        if job.isTrivialMove {
+            // Nothing to merge: the segments change level in the manifest, bytes stay put.
+            var edit = VersionEdit()
+            for s in job.inputs {
+                edit.deletedSegments.append(.init(keySpaceId: job.keySpaceId, level: s.meta.level, fileNumber: s.meta.fileNumber))
+                var moved = s.meta
+                moved.level = job.outputLevel
+                edit.addedSegments.append(moved)
+            }
+            try manifestLock.withLock { try versions.logAndApply(edit) }
+            stats.compactions.add(1, ordering: .relaxed)
+            commitLock.withLock {
+                publishView()
+                commitLock.broadcast()
+            }
+            return
+        }
         var compactor = Compactor(job: job, version: version, oldestReadable: oldestReadableSequence(), layout: layout,
+                                  targetSegmentBytes: UInt64(max(64 << 10, options.targetSegmentBytes)),
                                   fileSystem: fileSystem, directory: directory, stats: stats) { [self] in
             manifestLock.withLock { versions.newFileNumber() }
         }

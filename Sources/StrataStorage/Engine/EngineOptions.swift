@@ -33,6 +33,8 @@ public struct EngineOptions: Sendable {
     public var blockCacheBytes = 64 << 20
     /// Target size of a data block before compression.
     public var blockBytes = 4096
+    /// Size at which compaction cuts its output into a new segment (default 2 MiB).
+    public var targetSegmentBytes = Int(CompactionPolicy.targetSegmentBytes)
     /// Bloom filter bits per key (0 disables the filter's effect: every key "may" be there).
     public var bloomBitsPerKey = 10
     /// lz4-compress blocks when that saves at least an eighth.

@@ -70,9 +70,8 @@ extension Engine {
         var children: [any InternalIterator] = [MemtableIterator(mem)]
         if let imm = view.immutables?[keySpace.id] { children.append(MemtableIterator(imm)) }
         if let levels = view.version.keySpaces[keySpace.id]?.levels {
-            for level in levels {
-                for segment in level { children.append(segment.reader.makeIterator()) }
-            }
+            for segment in levels[0] { children.append(segment.reader.makeIterator()) }
+            for level in levels.dropFirst() where !level.isEmpty { children.append(LevelIterator(level)) }
         }
         return EngineIterator(merged: MergingIterator(children), sequence: sequence, lowerBound: lowerBound,
                               upperBound: upperBound, pinned: view)
