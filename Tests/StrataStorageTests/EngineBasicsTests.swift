@@ -22,3 +22,25 @@ import Testing
         #expect(try e.getString("b", in: ks) == "2")
     }
 }
+
+@Suite struct LongKeyTests {
+    @Test func longKeysAndValuesRoundTripThroughSegments() throws {
+        let dir = TemporaryDirectory()
+        let e = try Engine.open(directory: dir.path)
+        defer { e.close() }
+        let ks = e.defaultKeySpace
+        // Keys long enough to take the lookup's fallback path; a value over a block's size.
+        let keys = (0..<50).map { i in [UInt8](repeating: UInt8(65 + i % 26), count: 700 + i * 97) + key(i) }
+        for (i, k) in keys.enumerated() {
+            var b = WriteBatch()
+            b.put(k, [UInt8](repeating: UInt8(i), count: i == 7 ? 100_000 : 10), in: ks)
+            try e.write(b)
+        }
+        try e.flush()
+        for (i, k) in keys.enumerated() {
+            #expect(try e.get(k, in: ks) == [UInt8](repeating: UInt8(i), count: i == 7 ? 100_000 : 10))
+            #expect(try e.get(k + [0], in: ks) == nil)
+        }
+        #expect(try e.scan(ks).count == 50)
+    }
+}

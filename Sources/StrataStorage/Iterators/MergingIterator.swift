@@ -1,55 +1,81 @@
 /// Merges child iterators into one internal-key order. Children are few (memtables, level-0
-/// segments, one per deeper level), so the smallest/largest is found by a linear pass. Switching
-/// direction repositions every child around the current key (LevelDB's MergingIterator).
+/// segments, one per deeper level), so the smallest/largest is found by a linear pass over the
+/// children's current keys, cached here so that a step calls into the one child that moved
+/// only. Switching direction repositions every child around the current key (LevelDB's
+/// MergingIterator).
 final class MergingIterator: InternalIterator {
-    private let children: [any InternalIterator]
+    private let children: ContiguousArray<any InternalIterator>
+    /// Current key of each child; empty when that child is not valid (an internal key is never
+    /// empty).
+    private var keys: ContiguousArray<UnsafeRawBufferPointer>
     private var current: Int = -1
     private var forward = true
 
-    init(_ children: [any InternalIterator]) { self.children = children }
+    init(_ children: [any InternalIterator]) {
+        self.children = ContiguousArray(children)
+        keys = ContiguousArray(repeating: UnsafeRawBufferPointer(start: nil, count: 0), count: children.count)
+    }
 
-    var isValid: Bool { current >= 0 && children[current].isValid }
-    var key: UnsafeRawBufferPointer { children[current].key }
+    var isValid: Bool { current >= 0 }
+    var key: UnsafeRawBufferPointer { keys[current] }
     var value: UnsafeRawBufferPointer { children[current].value }
     var error: StorageError? {
         for c in children { if let e = c.error { return e } }
         return nil
     }
 
+    @inline(__always) private func refresh(_ i: Int) {
+        let c = children[i]
+        keys[i] = c.isValid ? c.key : UnsafeRawBufferPointer(start: nil, count: 0)
+    }
+
+    private func refreshAll() {
+        for i in children.indices { refresh(i) }
+    }
+
     private func findSmallest() {
-        current = -1
-        for (i, c) in children.enumerated() where c.isValid {
-            if current < 0 || InternalKey.compare(c.key, children[current].key) < 0 { current = i }
+        var best = -1
+        keys.withUnsafeBufferPointer { ks in
+            for i in 0..<ks.count where ks[i].count > 0 {
+                if best < 0 || InternalKey.compare(ks[i], ks[best]) < 0 { best = i }
+            }
         }
+        current = best
     }
 
     private func findLargest() {
-        current = -1
-        for (i, c) in children.enumerated() where c.isValid {
-            if current < 0 || InternalKey.compare(c.key, children[current].key) > 0 { current = i }
+        var best = -1
+        keys.withUnsafeBufferPointer { ks in
+            for i in 0..<ks.count where ks[i].count > 0 {
+                if best < 0 || InternalKey.compare(ks[i], ks[best]) > 0 { best = i }
+            }
         }
+        current = best
     }
 
     func seekToFirst() {
         for c in children { c.seekToFirst() }
+        refreshAll()
         forward = true
         findSmallest()
     }
 
     func seekToLast() {
         for c in children { c.seekToLast() }
+        refreshAll()
         forward = false
         findLargest()
     }
 
     func seek(_ target: UnsafeRawBufferPointer) {
         for c in children { c.seek(target) }
+        refreshAll()
         forward = true
         findSmallest()
     }
 
     func next() {
-        guard isValid else { return }
+        guard current >= 0 else { return }
         if !forward {
             // Put every other child just after the current key.
             let k = Array(key)
@@ -59,14 +85,16 @@ final class MergingIterator: InternalIterator {
                     if c.isValid, InternalKey.compare(kb, c.key) == 0 { c.next() }
                 }
             }
+            refreshAll()
             forward = true
         }
         children[current].next()
+        refresh(current)
         findSmallest()
     }
 
     func prev() {
-        guard isValid else { return }
+        guard current >= 0 else { return }
         if forward {
             // Put every other child just before the current key.
             let k = Array(key)
@@ -76,9 +104,11 @@ final class MergingIterator: InternalIterator {
                     if c.isValid { c.prev() } else { c.seekToLast() }
                 }
             }
+            refreshAll()
             forward = false
         }
         children[current].prev()
+        refresh(current)
         findLargest()
     }
 }

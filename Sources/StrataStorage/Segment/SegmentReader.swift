@@ -157,20 +157,30 @@ final class SegmentReader: @unchecked Sendable {
             stats.bloomNegatives.add(1, ordering: .relaxed)
             return nil
         }
-        let idx = index.makeIterator()
-        idx.seek(lookupKey)
-        guard idx.isValid else {
-            if idx.corrupted { throw StorageError.corruption(file: path, offset: 0, reason: "malformed index block") }
-            return nil
+        let handleBytes: UnsafeRawBufferPointer
+        switch index.indexLookup(lookupKey) {
+        case let .entry(_, _, offset, count): handleBytes = UnsafeRawBufferPointer(rebasing: index.contents[offset..<(offset + count)])
+        case .notFound: return nil
+        case .corrupted, .keyTooLong: throw StorageError.corruption(file: path, offset: 0, reason: "malformed index block")
         }
-        let block = try dataBlock(try handle(fromIndexValue: idx.value))
-        let it = block.makeIterator()
-        it.seek(lookupKey)
-        if it.corrupted { throw StorageError.corruption(file: path, offset: 0, reason: "malformed data block") }
-        guard it.isValid, InternalKey.userKey(it.key).bytesEqual(InternalKey.userKey(lookupKey)) else { return nil }
-        if InternalKey.trailer(it.key) & 0xFF == UInt64(EntryKind.deletion.rawValue) { return .deleted }
-        let v = it.value
-        return .found(block, v.baseAddress! - block.contents.baseAddress!, v.count)
+        let block = try dataBlock(try handle(fromIndexValue: handleBytes))
+        switch block.dataLookup(lookupKey) {
+        case let .entry(matches, deletion, offset, count):
+            guard matches else { return nil }
+            return deletion ? .deleted : .found(block, offset, count)
+        case .notFound:
+            return nil
+        case .corrupted:
+            throw StorageError.corruption(file: path, offset: 0, reason: "malformed data block")
+        case .keyTooLong:
+            let it = block.makeIterator()
+            it.seek(lookupKey)
+            if it.corrupted { throw StorageError.corruption(file: path, offset: 0, reason: "malformed data block") }
+            guard it.isValid, InternalKey.userKey(it.key).bytesEqual(InternalKey.userKey(lookupKey)) else { return nil }
+            if InternalKey.trailer(it.key) & 0xFF == UInt64(EntryKind.deletion.rawValue) { return .deleted }
+            let v = it.value
+            return .found(block, v.baseAddress! - block.contents.baseAddress!, v.count)
+        }
     }
 
     func makeIterator() -> SegmentIterator { SegmentIterator(reader: self, index: index) }
