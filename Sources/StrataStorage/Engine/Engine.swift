@@ -60,6 +60,8 @@ public final class Engine: @unchecked Sendable {
     var wal: LogWriter
     var walNumber: UInt64
     var walNeedsRotation = false
+    /// The commit leader's buffer for WAL records (used by one leader at a time).
+    var walScratch = ByteWriter(capacity: 64 << 10)
     var keySpacesByName: [String: KeySpace] = [:]
     var compactionScheduled = false
     var compactionError: StorageError?

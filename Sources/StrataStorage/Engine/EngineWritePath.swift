@@ -87,16 +87,14 @@ extension Engine {
         var failure: Error?
         let sizeBefore = log.size
         do {
-            var framed = ByteWriter(capacity: groupBytes + 32 * group.count)
+            // Only the leader touches the scratch buffer, so it is reused without a lock.
+            walScratch.removeAll()
             var seq = firstSequence
-            var payload = ByteWriter(capacity: w.batch.byteCount + 8)
             for g in group {
-                payload.removeAll()
-                payload.appendFixed64(seq)
-                payload.append(g.batch.rep)
-                payload.bytes.withUnsafeBytes { LogWriter.frame($0, into: &framed) }
+                LogWriter.frameBatch(sequence: seq, batch: g.batch.rep, into: &walScratch)
                 seq += UInt64(g.batch.count)
             }
+            let framed = walScratch
             try log.appendFramed(framed.bytes)
             if needsSync {
                 try log.sync()

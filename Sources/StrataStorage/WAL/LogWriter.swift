@@ -27,6 +27,20 @@ final class LogWriter {
         out.setFixed32(Checksum.mask(crc), at: start)
     }
 
+    /// Frames a WAL record whose payload is `sequence` (u64) followed by the batch encoding,
+    /// without building the payload separately (SPEC.md §WAL payload).
+    static func frameBatch(sequence: UInt64, batch: [UInt8], into out: inout ByteWriter) {
+        let start = out.count
+        out.appendFixed32(0)
+        out.appendFixed32(UInt32(8 + batch.count))
+        out.appendFixed64(sequence)
+        out.append(batch)
+        let crc = out.bytes.withUnsafeBytes { raw in
+            Checksum.crc32c(UnsafeRawBufferPointer(rebasing: raw[(start + 4)...]))
+        }
+        out.setFixed32(Checksum.mask(crc), at: start)
+    }
+
     /// Appends one record. On failure the file is cut back to where it was, so a failed append
     /// never leaves half a record in front of later ones.
     func addRecord(_ payload: UnsafeRawBufferPointer) throws {

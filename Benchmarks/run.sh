@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# One command: installs LevelDB (and lz4) if missing, builds the benchmark in release mode and
+# runs every workload on Strata and LevelDB. Extra arguments go to strata-bench, e.g.
+#   Benchmarks/run.sh --num 100000 --reps 3 --workload readrandom
+set -euo pipefail
+cd "$(dirname "$0")"
+../scripts/install-dependencies.sh
+if [ ! -f /usr/include/leveldb/c.h ] && [ ! -f /usr/local/include/leveldb/c.h ]; then
+    if command -v apt-get >/dev/null 2>&1; then
+        SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libleveldb-dev >/dev/null
+    else
+        brew install leveldb
+    fi
+fi
+# Manifest caching can miss files added to the parent package; planning anew costs seconds.
+swift build -c release --disable-build-manifest-caching
+./.build/release/strata-bench "$@"
