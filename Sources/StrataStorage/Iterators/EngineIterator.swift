@@ -19,8 +19,8 @@ public final class EngineIterator {
     private var direction = Direction.forward
     private var valid = false
     /// Forward: the key being skipped. Reverse: the current entry's key.
-    private var savedKey: [UInt8] = []
-    private var savedValue: [UInt8] = []
+    private let savedKey = OwnedBytes()
+    private let savedValue = OwnedBytes(capacity: 256)
     private var seekBuffer: [UInt8] = []
 
     init(merged: MergingIterator, sequence: UInt64, lowerBound: [UInt8]?, upperBound: [UInt8]?, pinned: ReadView) {
@@ -38,14 +38,14 @@ public final class EngineIterator {
     public var key: UnsafeRawBufferPointer {
         precondition(valid, "EngineIterator.key read while not valid")
         if direction == .forward { return InternalKey.userKey(iter.key) }
-        return savedKey.withUnsafeBytes { $0 }
+        return savedKey.bytes
     }
 
     /// The current value. Valid until the iterator moves.
     public var value: UnsafeRawBufferPointer {
         precondition(valid, "EngineIterator.value read while not valid")
         if direction == .forward { return iter.value }
-        return savedValue.withUnsafeBytes { $0 }
+        return savedValue.bytes
     }
 
     private func check() throws {
@@ -66,7 +66,7 @@ public final class EngineIterator {
     }
 
     private func seekInternal(_ userKey: [UInt8], sequence: UInt64) {
-        seekBuffer.removeAll(keepingCapacity: true)
+        seekBuffer.removeAll()
         seekBuffer.append(contentsOf: userKey)
         withUnsafeBytes(of: InternalKey.seekTrailer(sequence: sequence).littleEndian) { seekBuffer.append(contentsOf: $0) }
         seekBuffer.withUnsafeBytes { iter.seek($0) }
@@ -75,7 +75,7 @@ public final class EngineIterator {
     /// Moves to the first key (at or after the lower bound).
     public func seekToFirst() throws {
         direction = .forward
-        savedValue.removeAll(keepingCapacity: true)
+        savedValue.removeAll()
         if let lowerBound { seekInternal(lowerBound, sequence: sequence) } else { iter.seekToFirst() }
         findNextUserEntry(skipping: false)
         try check()
@@ -84,7 +84,7 @@ public final class EngineIterator {
     /// Moves to the last key (before the upper bound).
     public func seekToLast() throws {
         direction = .reverse
-        savedValue.removeAll(keepingCapacity: true)
+        savedValue.removeAll()
         if let upperBound {
             seekInternal(upperBound, sequence: StorageLimits.maxSequence)
             if iter.isValid { iter.prev() } else { iter.seekToLast() }
@@ -98,7 +98,7 @@ public final class EngineIterator {
     /// Moves to the first key at or after `target` (clamped to the bounds).
     public func seek(_ target: [UInt8]) throws {
         direction = .forward
-        savedValue.removeAll(keepingCapacity: true)
+        savedValue.removeAll()
         var t = target
         if let lowerBound, belowLowerArray(t, lowerBound) { t = lowerBound }
         seekInternal(t, sequence: sequence)
@@ -119,17 +119,16 @@ public final class EngineIterator {
             if iter.isValid { iter.next() } else { iter.seekToFirst() }
             guard iter.isValid else {
                 valid = false
-                savedKey.removeAll(keepingCapacity: true)
+                savedKey.removeAll()
                 try check()
                 return
             }
         } else {
-            savedKey.removeAll(keepingCapacity: true)
-            savedKey.append(contentsOf: InternalKey.userKey(iter.key))
+            savedKey.set(InternalKey.userKey(iter.key))
             iter.next()
             guard iter.isValid else {
                 valid = false
-                savedKey.removeAll(keepingCapacity: true)
+                savedKey.removeAll()
                 try check()
                 return
             }
@@ -143,18 +142,17 @@ public final class EngineIterator {
         guard valid else { return }
         if direction == .forward {
             // Step back over every entry of the current key.
-            savedKey.removeAll(keepingCapacity: true)
-            savedKey.append(contentsOf: InternalKey.userKey(iter.key))
+            savedKey.set(InternalKey.userKey(iter.key))
             while true {
                 iter.prev()
                 guard iter.isValid else {
                     valid = false
-                    savedKey.removeAll(keepingCapacity: true)
-                    savedValue.removeAll(keepingCapacity: true)
+                    savedKey.removeAll()
+                    savedValue.removeAll()
                     try check()
                     return
                 }
-                let less = savedKey.withUnsafeBytes { InternalKey.compareUserKeys(InternalKey.userKey(iter.key), $0) < 0 }
+                let less = InternalKey.compareUserKeys(InternalKey.userKey(iter.key), savedKey.bytes) < 0
                 if less { break }
             }
             direction = .reverse
@@ -173,22 +171,21 @@ public final class EngineIterator {
             if trailer >> 8 <= sequence {
                 let userKey = InternalKey.userKey(ik)
                 if trailer & 0xFF == UInt64(EntryKind.deletion.rawValue) {
-                    savedKey.removeAll(keepingCapacity: true)
-                    savedKey.append(contentsOf: userKey)
+                    savedKey.set(userKey)
                     skipping = true
-                } else if skipping && savedKey.withUnsafeBytes({ InternalKey.compareUserKeys(userKey, $0) <= 0 }) {
+                } else if skipping && InternalKey.compareUserKeys(userKey, savedKey.bytes) <= 0 {
                     // An older version of a key already returned or deleted.
                 } else {
                     if beyondUpper(userKey) { break }
                     valid = true
-                    savedKey.removeAll(keepingCapacity: true)
+                    savedKey.removeAll()
                     return
                 }
             }
             iter.next()
         }
         valid = false
-        savedKey.removeAll(keepingCapacity: true)
+        savedKey.removeAll()
     }
 
     /// Reverse: collects the newest visible version of the user key before the current
@@ -200,26 +197,24 @@ public final class EngineIterator {
             let trailer = InternalKey.trailer(ik)
             let userKey = InternalKey.userKey(ik)
             if trailer >> 8 <= sequence {
-                let differs = savedKey.withUnsafeBytes { InternalKey.compareUserKeys(userKey, $0) < 0 }
+                let differs = InternalKey.compareUserKeys(userKey, savedKey.bytes) < 0
                 if kind != .deletion && differs { break }
                 if belowLower(userKey) { break }
                 kind = trailer & 0xFF == UInt64(EntryKind.deletion.rawValue) ? .deletion : .value
                 if kind == .deletion {
-                    savedKey.removeAll(keepingCapacity: true)
-                    savedValue.removeAll(keepingCapacity: true)
+                    savedKey.removeAll()
+                    savedValue.removeAll()
                 } else {
-                    savedKey.removeAll(keepingCapacity: true)
-                    savedKey.append(contentsOf: userKey)
-                    savedValue.removeAll(keepingCapacity: true)
-                    savedValue.append(contentsOf: iter.value)
+                    savedKey.set(userKey)
+                    savedValue.set(iter.value)
                 }
             }
             iter.prev()
         }
         if kind == .deletion {
             valid = false
-            savedKey.removeAll(keepingCapacity: true)
-            savedValue.removeAll(keepingCapacity: true)
+            savedKey.removeAll()
+            savedValue.removeAll()
             direction = .forward
         } else {
             valid = true
