@@ -75,3 +75,34 @@ import Testing
         }
     }
 }
+
+@Suite struct ReadOnlyDirectoryTests {
+    /// Tests run as root, for whom permissions do not apply, so the opener is the helper
+    /// process run as an unprivileged user (setpriv), against a store owned by root.
+    @Test func storeInADirectoryTheUserCannotWriteIsAReadOnlyError() throws {
+        let binary = try #require(LockTests.tortureBinary, "strata-torture was not built next to the tests")
+        let setpriv = try #require(["/usr/bin/setpriv", "/bin/setpriv"].first { FileManager.default.isExecutableFile(atPath: $0) },
+                                   "setpriv (util-linux) is needed to drop privileges")
+        guard getuid() == 0 else { return }   // not root: chmod-style protection would already apply
+        let dir = TemporaryDirectory()
+        try Engine.open(directory: dir.path).close()
+        // The helper must be able to reach the directory and execute the binary.
+        chmod(NSTemporaryDirectory(), 0o1777)
+        chmod(dir.path, 0o755)
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: setpriv)
+        child.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", binary, "hold", dir.path]
+        let errors = Pipe()
+        child.standardError = errors
+        child.standardOutput = Pipe()
+        child.standardInput = Pipe()
+        try child.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        child.waitUntilExit()
+        #expect(child.terminationStatus == 1)
+        #expect(message.contains("is read-only"), "got: \(message)")
+        // The store is untouched and opens normally for its owner.
+        let e = try Engine.open(directory: dir.path)
+        e.close()
+    }
+}
