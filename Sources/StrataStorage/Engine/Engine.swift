@@ -43,7 +43,7 @@ public final class Engine: @unchecked Sendable {
     let isClosed = Atomic<Bool>(false)
     /// Highest sequence number whose write is complete and visible to new reads.
     let visibleSequence = Atomic<UInt64>(0)
-    private let viewBox: Mutex<ReadView>
+    private let viewBox: LockedValue<ReadView>
 
     // Guarded by `commitLock`: the commit queue, the memtables, flush state.
     let commitLock = ConditionLock()
@@ -96,7 +96,7 @@ public final class Engine: @unchecked Sendable {
         wal = recovered.wal
         walNumber = recovered.walNumber
         for ks in versions.keySpaces { keySpacesByName[ks.name] = ks }
-        viewBox = Mutex(ReadView(memtables: recovered.memtables, immutables: nil, version: recovered.versions.current))
+        viewBox = LockedValue(ReadView(memtables: recovered.memtables, immutables: nil, version: recovered.versions.current))
         for name in options.keySpaces { _ = try keySpace(named: name) }
         commitLock.withLock { maybeScheduleCompaction() }
     }

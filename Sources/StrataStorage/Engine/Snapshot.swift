@@ -31,7 +31,7 @@ public final class Snapshot: Sendable {
 
 /// The sequence numbers of live snapshots, so that compaction keeps what they can see.
 final class SnapshotList: Sendable {
-    private let counts = Mutex<[UInt64: Int]>([:])
+    private let counts = LockedValue<[UInt64: Int]>([:])
 
     func add(_ s: UInt64) { counts.withLock { $0[s, default: 0] += 1 } }
 

@@ -67,7 +67,7 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
         var operationCount = 0
     }
 
-    let state = Mutex(State())
+    let state = LockedValue(State())
 
     public init() {}
 

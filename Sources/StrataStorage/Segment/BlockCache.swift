@@ -1,5 +1,3 @@
-import Synchronization
-
 /// A sized LRU cache of decoded blocks, shared by all segments of an engine. Sharded by key so
 /// that readers on different threads rarely contend on one lock.
 final class BlockCache: Sendable {
@@ -88,8 +86,8 @@ final class BlockCache: Sendable {
     }
 
     private final class ShardBox: Sendable {
-        let mutex: Mutex<Shard>
-        init(capacity: Int) { mutex = Mutex(Shard(capacity: capacity)) }
+        let mutex: LockedValue<Shard>
+        init(capacity: Int) { mutex = LockedValue(Shard(capacity: capacity)) }
     }
 
     private static let shardCount = 16

@@ -1,0 +1,33 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A value behind a pthread mutex. Used instead of `Synchronization.Mutex` where threads
+/// really contend: on Linux, Mutex locks through futex calls inside the prebuilt
+/// Synchronization library, which ThreadSanitizer cannot see, so every access it protects was
+/// reported as a race (seen with Swift 6.3.1). pthread locks are intercepted by TSan, so race
+/// reports stay meaningful.
+final class LockedValue<Value>: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+        mutex = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    @inline(__always)
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value)
+    }
+}
