@@ -3,12 +3,7 @@ import Testing
 
 @Suite struct CompactionTests {
     static func smallOptions(_ fs: InMemoryFileSystem? = nil) -> EngineOptions {
-        var o = EngineOptions()
-        if let fs { o.fileSystem = fs }
-        o.memtableBytes = 64 << 10
-        o.blockBytes = 1024
-        o.targetSegmentBytes = 64 << 10
-        return o
+        .testing(fs, memtableBytes: 64 << 10, blockBytes: 1024, targetSegmentBytes: 64 << 10)
     }
 
     @Test func backgroundCompactionKeepsLevel0SmallAndDataIntact() throws {

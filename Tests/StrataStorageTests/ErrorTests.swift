@@ -3,11 +3,7 @@ import Testing
 
 /// Bad input and failing I/O: typed errors, nothing stored half, the engine stays usable.
 @Suite struct ErrorTests {
-    static func memoryOptions(_ fs: InMemoryFileSystem) -> EngineOptions {
-        var o = EngineOptions()
-        o.fileSystem = fs
-        return o
-    }
+    static func memoryOptions(_ fs: InMemoryFileSystem) -> EngineOptions { .testing(fs) }
 
     @Test func limitsAreEnforcedAndNothingIsStoredHalf() throws {
         let fs = InMemoryFileSystem()

@@ -6,11 +6,7 @@ import Testing
 @Suite struct RecoveryTests {
     static let dir = "/db"
 
-    static func options(_ fs: InMemoryFileSystem) -> EngineOptions {
-        var o = EngineOptions()
-        o.fileSystem = fs
-        return o
-    }
+    static func options(_ fs: InMemoryFileSystem) -> EngineOptions { .testing(fs) }
 
     static func walPath(_ fs: InMemoryFileSystem) throws -> String {
         let names = try fs.listDirectory(dir).filter { $0.hasSuffix(".wal") }.sorted()

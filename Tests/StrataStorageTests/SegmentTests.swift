@@ -4,12 +4,7 @@ import Testing
 @Suite struct SegmentTests {
     static let dir = "/db"
 
-    static func options(_ fs: InMemoryFileSystem) -> EngineOptions {
-        var o = EngineOptions()
-        o.fileSystem = fs
-        o.blockBytes = 512
-        return o
-    }
+    static func options(_ fs: InMemoryFileSystem) -> EngineOptions { .testing(fs, blockBytes: 512) }
 
     /// A store whose data is all in one segment file; returns its path.
     static func storeWithOneSegment(_ fs: InMemoryFileSystem, count: Int = 200) throws -> String {

@@ -7,9 +7,7 @@ import Testing
 @Suite struct SnapshotAndConcurrencyTests {
     @Test func snapshotIsIsolatedFromLaterWritesFlushesAndReopenOfIterators() throws {
         let dir = TemporaryDirectory()
-        var o = EngineOptions()
-        o.blockBytes = 256
-        let e = try Engine.open(directory: dir.path, options: o)
+        let e = try Engine.open(directory: dir.path, options: .testing(blockBytes: 256))
         defer { e.close() }
         let ks = e.defaultKeySpace
         for i in 0..<50 { try e.put("k\(i)", "old\(i)", in: ks) }
@@ -39,9 +37,7 @@ import Testing
 
     @Test func iterationAcrossMemtableAndSeveralSegments() throws {
         let dir = TemporaryDirectory()
-        var o = EngineOptions()
-        o.blockBytes = 256
-        let e = try Engine.open(directory: dir.path, options: o)
+        let e = try Engine.open(directory: dir.path, options: .testing(blockBytes: 256))
         defer { e.close() }
         let ks = e.defaultKeySpace
         // Interleaved keys across three segments and the memtable, with overwrites and deletes.

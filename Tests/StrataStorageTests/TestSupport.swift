@@ -42,3 +42,17 @@ extension Engine {
         try scan(ks, lowerBound: lower.map(bytes), upperBound: upper.map(bytes), reverse: reverse).map { string($0.key) }
     }
 }
+
+extension EngineOptions {
+    /// Options for tests: an optional in-memory file system and small sizes, so flushes,
+    /// many blocks and compactions happen with little data.
+    static func testing(_ fs: InMemoryFileSystem? = nil, memtableBytes: Int? = nil, blockBytes: Int? = nil,
+                        targetSegmentBytes: Int? = nil) -> EngineOptions {
+        var o = EngineOptions()
+        if let fs { o.fileSystem = fs }
+        if let memtableBytes { o.memtableBytes = memtableBytes }
+        if let blockBytes { o.blockBytes = blockBytes }
+        if let targetSegmentBytes { o.targetSegmentBytes = targetSegmentBytes }
+        return o
+    }
+}
