@@ -19,14 +19,19 @@ final class MergingIterator: InternalIterator {
     var isValid: Bool { current >= 0 }
     var key: UnsafeRawBufferPointer { keys[current] }
     var value: UnsafeRawBufferPointer { children[current].value }
-    var error: StorageError? {
-        for c in children { if let e = c.error { return e } }
-        return nil
-    }
+    /// The first error of any child. Once set the merge stops: going on without the failed
+    /// child would silently skip its entries.
+    private(set) var error: StorageError?
 
     @inline(__always) private func refresh(_ i: Int) {
         let c = children[i]
-        keys[i] = c.isValid ? c.key : UnsafeRawBufferPointer(start: nil, count: 0)
+        if c.isValid {
+            keys[i] = c.key
+        } else {
+            keys[i] = UnsafeRawBufferPointer(start: nil, count: 0)
+            // A child only reports an error when it stops, so this check runs rarely.
+            if error == nil, let e = c.error { error = e }
+        }
     }
 
     private func refreshAll() {
@@ -34,6 +39,10 @@ final class MergingIterator: InternalIterator {
     }
 
     private func findSmallest() {
+        if error != nil {
+            current = -1
+            return
+        }
         var best = -1
         keys.withUnsafeBufferPointer { ks in
             for i in 0..<ks.count where ks[i].count > 0 {
@@ -44,6 +53,10 @@ final class MergingIterator: InternalIterator {
     }
 
     private func findLargest() {
+        if error != nil {
+            current = -1
+            return
+        }
         var best = -1
         keys.withUnsafeBufferPointer { ks in
             for i in 0..<ks.count where ks[i].count > 0 {
