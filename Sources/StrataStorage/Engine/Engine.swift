@@ -151,7 +151,7 @@ public final class Engine: @unchecked Sendable {
         edit.addedKeySpaces = [ks]
         try manifestLock.withLock { try versions.logAndApply(edit) }
         keySpacesByName[name] = ks
-        memtables[ks.id] = Memtable(keySpaceId: ks.id)
+        memtables[ks.id] = Memtable(keySpaceId: ks.id, expectedBytes: options.memtableBytes)
         publishView()
         return ks
     }

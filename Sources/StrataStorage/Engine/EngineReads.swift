@@ -19,15 +19,15 @@ extension Engine {
         }
         let (view, sequence) = readState(snapshot)
         guard let mem = view.memtables[keySpace.id] else { throw StorageError.unknownKeySpace(keySpace.name) }
-        if let r = mem.get(key, sequence: sequence) {
-            if case let .found(v) = r { return try withExtendedLifetime(view) { try body(v) } }
-            return nil
-        }
-        if let imm = view.immutables?[keySpace.id], let r = imm.get(key, sequence: sequence) {
-            if case let .found(v) = r { return try withExtendedLifetime(view) { try body(v) } }
-            return nil
-        }
         let hash = BloomFilter.hash(key)
+        if let r = mem.get(key, hash: hash, sequence: sequence) {
+            if case let .found(v) = r { return try withExtendedLifetime(view) { try body(v) } }
+            return nil
+        }
+        if let imm = view.immutables?[keySpace.id], let r = imm.get(key, hash: hash, sequence: sequence) {
+            if case let .found(v) = r { return try withExtendedLifetime(view) { try body(v) } }
+            return nil
+        }
         return try withUnsafeTemporaryAllocation(byteCount: key.count + InternalKey.trailerBytes, alignment: 8) { buf in
             if key.count > 0 { buf.baseAddress!.copyMemory(from: key.baseAddress!, byteCount: key.count) }
             buf.storeBytes(of: InternalKey.seekTrailer(sequence: sequence).littleEndian, toByteOffset: key.count, as: UInt64.self)

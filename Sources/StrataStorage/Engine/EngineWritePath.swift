@@ -190,7 +190,7 @@ extension Engine {
             immutables = memtables
             immutableLogNumber = walNumber
             var fresh: [UInt32: Memtable] = [:]
-            for id in memtables.keys { fresh[id] = Memtable(keySpaceId: id) }
+            for id in memtables.keys { fresh[id] = Memtable(keySpaceId: id, expectedBytes: options.memtableBytes) }
             memtables = fresh
             publishView()
             scheduleFlush()

@@ -90,7 +90,7 @@ enum Recovery {
         wals.sort()
 
         var memtables: [UInt32: Memtable] = [:]
-        for ks in versions.keySpaces { memtables[ks.id] = Memtable(keySpaceId: ks.id) }
+        for ks in versions.keySpaces { memtables[ks.id] = Memtable(keySpaceId: ks.id, expectedBytes: options.memtableBytes) }
         var lastSequence = versions.lastSequence
         for n in wals {
             lastSequence = try replay(wal: joinPath(directory, walName(n)), fs: fs, into: memtables, after: lastSequence)
@@ -100,7 +100,7 @@ enum Recovery {
         if isNew {
             // A fresh store gets its default key space in its first manifest.
             try versions.addInitialKeySpace(KeySpace(id: 0, name: "default"))
-            memtables[0] = Memtable(keySpaceId: 0)
+            memtables[0] = Memtable(keySpaceId: 0, expectedBytes: options.memtableBytes)
         }
         try versions.writeSnapshotManifest()
 

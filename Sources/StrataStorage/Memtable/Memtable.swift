@@ -28,13 +28,45 @@ final class Memtable: @unchecked Sendable {
     private(set) var maxSequence: UInt64 = 0
     private(set) var userBytes = 0
 
-    init(keySpaceId: UInt32) {
+    /// A blocked bloom filter over the user keys (one 64-bit word per key, 6 bits in it), so
+    /// that a point read of a key this memtable does not hold usually skips the skip list.
+    /// The writer sets the bits before it links the node and publishes the sequence number, so
+    /// a reader that can see an entry also sees its bits.
+    private let bloomWords: UnsafeMutablePointer<UInt64>
+    private let bloomMask: UInt64
+
+    /// - Parameter expectedBytes: the memtable size limit, to size the filter (about 1 bit per
+    ///   16 bytes of data).
+    init(keySpaceId: UInt32, expectedBytes: Int = 4 << 20) {
         self.keySpaceId = keySpaceId
+        var words = 1024
+        while words < expectedBytes / 1024 && words < 1 << 20 { words <<= 1 }
+        bloomWords = .allocate(capacity: words)
+        bloomWords.initialize(repeating: 0, count: words)
+        bloomMask = UInt64(words - 1)
         head = arena.allocate(Self.nodeHeaderBytes + Self.maxHeight * 8)
         head.storeBytes(of: UInt32(InternalKey.trailerBytes), as: UInt32.self)
         head.storeBytes(of: 0, toByteOffset: 4, as: UInt32.self)
         head.storeBytes(of: UInt8(Self.maxHeight), toByteOffset: 8, as: UInt8.self)
         for i in 0..<Self.maxHeight { Self.nextSlot(head, i).pointee = nil }
+    }
+
+    deinit { bloomWords.deallocate() }
+
+    @inline(__always) private static func bloomBits(_ hash: UInt64) -> UInt64 {
+        var bits: UInt64 = 0
+        var h = hash >> 20
+        for _ in 0..<6 {
+            bits |= 1 << (h & 63)
+            h >>= 6
+        }
+        return bits
+    }
+
+    /// Whether the memtable may hold a key with this hash (``BloomFilter/hash(_:)``).
+    @inline(__always) func mayContain(hash: UInt64) -> Bool {
+        let bits = Self.bloomBits(hash)
+        return strata_load_relaxed_u64(bloomWords + Int(hash & bloomMask)) & bits == bits
     }
 
     var approximateBytes: Int { arena.usage.load(ordering: .relaxed) }
@@ -97,6 +129,7 @@ final class Memtable: @unchecked Sendable {
 
     /// Inserts an entry. REQUIRES: the caller is the only writer.
     func insert(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, sequence: UInt64, kind: EntryKind) {
+        let hash = BloomFilter.hash(key)
         let trailer = InternalKey.trailer(sequence: sequence, kind: kind)
         var prev = (UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none,
                     UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none,
@@ -132,6 +165,7 @@ final class Memtable: @unchecked Sendable {
             if key.count > 0 { data.copyMemory(from: key.baseAddress!, byteCount: key.count) }
             (data + key.count).storeBytes(of: trailer.littleEndian, as: UInt64.self)
             if value.count > 0 { (data + ikLen).copyMemory(from: value.baseAddress!, byteCount: value.count) }
+            strata_or_relaxed_u64(bloomWords + Int(hash & bloomMask), Self.bloomBits(hash))
             for i in 0..<h {
                 let p = prevs[i]!
                 strata_store_relaxed_ptr(Self.nextSlot(node, i), strata_load_relaxed_ptr(Self.nextSlot(p, i)))
@@ -192,8 +226,8 @@ final class Memtable: @unchecked Sendable {
 
     /// The newest version of `key` visible at `sequence`: `.found(value)`, `.deleted`, or nil when
     /// this memtable has no visible version.
-    func get(_ key: UnsafeRawBufferPointer, sequence: UInt64) -> LookupResult? {
-        guard let n = seek(key, trailer: InternalKey.seekTrailer(sequence: sequence)),
+    func get(_ key: UnsafeRawBufferPointer, hash: UInt64, sequence: UInt64) -> LookupResult? {
+        guard mayContain(hash: hash), let n = seek(key, trailer: InternalKey.seekTrailer(sequence: sequence)),
               Self.userKey(n).bytesEqual(key) else { return nil }
         let t = Self.trailer(n)
         return (t & 0xFF) == UInt64(EntryKind.value.rawValue) ? .found(Self.value(n)) : .deleted
