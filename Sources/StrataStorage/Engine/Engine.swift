@@ -63,6 +63,12 @@ public final class Engine: @unchecked Sendable {
     /// The commit leader's buffer for WAL records (used by one leader at a time).
     var walScratch = ByteWriter(capacity: 64 << 10)
     var keySpacesByName: [String: KeySpace] = [:]
+    /// What the write path checks on every write, kept current by `publishView()` so the check
+    /// costs no lock and no dictionary walk: the active memtables, the largest level-0 count.
+    var memtableList: [Memtable] = []
+    /// The active memtables indexed by key-space id (ids are dense), for the commit leader.
+    var memtablesById: [Memtable?] = []
+    var level0Segments = 0
     var compactionScheduled = false
     var compactionError: StorageError?
     /// Per key space and level, the largest key of the last segment compacted there.
@@ -97,6 +103,9 @@ public final class Engine: @unchecked Sendable {
         walNumber = recovered.walNumber
         for ks in versions.keySpaces { keySpacesByName[ks.name] = ks }
         viewBox = LockedValue(ReadView(memtables: recovered.memtables, immutables: nil, version: recovered.versions.current))
+        memtableList = Array(recovered.memtables.values)
+        memtablesById = Self.indexById(recovered.memtables)
+        level0Segments = level0Count(currentView())
         for name in options.keySpaces { _ = try keySpace(named: name) }
         commitLock.withLock { maybeScheduleCompaction() }
     }
@@ -165,7 +174,16 @@ public final class Engine: @unchecked Sendable {
     func publishView() {
         let version = manifestLock.withLock { versions.current }
         let view = ReadView(memtables: memtables, immutables: immutables, version: version)
+        memtableList = Array(memtables.values)
+        memtablesById = Self.indexById(memtables)
+        level0Segments = level0Count(view)
         viewBox.withLock { $0 = view }
+    }
+
+    static func indexById(_ tables: [UInt32: Memtable]) -> [Memtable?] {
+        var out = [Memtable?](repeating: nil, count: (tables.keys.max().map { Int($0) } ?? -1) + 1)
+        for (id, m) in tables { out[Int(id)] = m }
+        return out
     }
 
     @inline(__always) func currentView() -> ReadView { viewBox.withLock { $0 } }

@@ -81,7 +81,7 @@ extension Engine {
         for g in group { totalOps += g.batch.count }
         lastSequence += UInt64(totalOps)
         let log = wal
-        let tables = memtables
+        let tables = memtablesById
         commitLock.unlock()
 
         var failure: Error?
@@ -105,7 +105,7 @@ extension Engine {
             for g in group {
                 g.batch.rep.withUnsafeBytes { rep in
                     _ = BatchDecoder.forEachUnchecked(rep) { op in
-                        tables[op.keySpaceId]!.insert(key: op.key, value: op.value, sequence: seq, kind: op.kind)
+                        tables[Int(op.keySpaceId)]!.insert(key: op.key, value: op.value, sequence: seq, kind: op.kind)
                         seq += 1
                     }
                 }
@@ -148,7 +148,7 @@ extension Engine {
         var forced = force
         var delayed = false
         while true {
-            let level0 = level0Count(currentView())
+            let level0 = level0Segments
             if level0 >= CompactionPolicy.level0StopWrites {
                 if let e = compactionError, !compactionScheduled {
                     compactionError = nil
@@ -173,9 +173,9 @@ extension Engine {
                 try startNewWal()
                 walNeedsRotation = false
             }
-            let used = memtables.values.reduce(0) { $0 + $1.approximateBytes }
-            let hasData = memtables.values.contains { !$0.isEmpty }
-            if !(forced && hasData) && used < options.memtableBytes { return }
+            var used = 0
+            for m in memtableList { used += m.approximateBytes }
+            if used < options.memtableBytes && !(forced && memtableList.contains { !$0.isEmpty }) { return }
             if immutables != nil {
                 if let e = backgroundError, !flushRunning {
                     backgroundError = nil
