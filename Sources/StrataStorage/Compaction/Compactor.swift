@@ -43,7 +43,7 @@ struct Compactor {
     }
 
     mutating func run() throws -> [SegmentMeta] {
-        let merged = MergingIterator(job.allInputs.map { $0.reader.makeIterator() as any InternalIterator })
+        let merged = MergingIterator(job.allInputs.map { $0.reader.makeIterator(fillCache: false) as any InternalIterator })
         merged.seekToFirst()
         var outputs: [SegmentMeta] = []
         var writer: SegmentWriter?

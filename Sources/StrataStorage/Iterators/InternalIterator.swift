@@ -50,9 +50,11 @@ final class SegmentIterator: InternalIterator {
     private let indexIterator: BlockIterator
     private var dataIterator: BlockIterator?
     private(set) var error: StorageError?
+    private let fillCache: Bool
 
-    init(reader: SegmentReader, index: Block) {
+    init(reader: SegmentReader, index: Block, fillCache: Bool) {
         self.reader = reader
+        self.fillCache = fillCache
         indexIterator = index.makeIterator()
     }
 
@@ -76,7 +78,7 @@ final class SegmentIterator: InternalIterator {
         }
         do {
             let h = try reader.handle(fromIndexValue: indexIterator.value)
-            dataIterator = try reader.dataBlock(h).makeIterator()
+            dataIterator = try reader.dataBlock(h, fillCache: fillCache).makeIterator()
             return true
         } catch {
             fail(error)

@@ -123,7 +123,9 @@ final class SegmentReader: @unchecked Sendable {
     }
 
     /// A data block, from the cache or from the file.
-    func dataBlock(_ handle: BlockHandle) throws -> Block {
+    /// - Parameter fillCache: false for bulk reads (compaction) that would only evict the
+    ///   blocks point reads need, as LevelDB's `fill_cache = false`.
+    func dataBlock(_ handle: BlockHandle, fillCache: Bool = true) throws -> Block {
         let key = BlockCache.Key(segmentId: fileNumber, offset: handle.offset)
         if let b = cache.get(key) {
             stats.blockCacheHits.add(1, ordering: .relaxed)
@@ -132,7 +134,7 @@ final class SegmentReader: @unchecked Sendable {
         stats.blockCacheMisses.add(1, ordering: .relaxed)
         let b = try Self.readBlock(file: file, path: path, handle: handle)
         stats.bytesRead.add(handle.size + UInt64(FormatConstants.blockTrailerBytes), ordering: .relaxed)
-        cache.insert(key, b)
+        if fillCache { cache.insert(key, b) }
         return b
     }
 
@@ -183,7 +185,9 @@ final class SegmentReader: @unchecked Sendable {
         }
     }
 
-    func makeIterator() -> SegmentIterator { SegmentIterator(reader: self, index: index) }
+    func makeIterator(fillCache: Bool = true) -> SegmentIterator {
+        SegmentIterator(reader: self, index: index, fillCache: fillCache)
+    }
 
     /// Reads and verifies every block of the file (for `verify`): returns the number of entries.
     func verifyAllBlocks() throws -> UInt64 {
