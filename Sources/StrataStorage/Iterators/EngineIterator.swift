@@ -16,12 +16,14 @@ public final class EngineIterator {
     private let lowerBound: [UInt8]?
     private let upperBound: [UInt8]?
     private let pinned: ReadView
-    private var direction = Direction.forward
-    private var valid = false
+    // Iterator and arena state belongs to one thread at a time: `@exclusivity(unchecked)` spares
+    // the runtime checks on every step.
+    @exclusivity(unchecked) private var direction = Direction.forward
+    @exclusivity(unchecked) private var valid = false
     /// Forward: the key being skipped. Reverse: the current entry's key.
     private let savedKey = OwnedBytes()
     private let savedValue = OwnedBytes(capacity: 256)
-    private var seekBuffer: [UInt8] = []
+    @exclusivity(unchecked) private var seekBuffer: [UInt8] = []
 
     init(merged: MergingIterator, sequence: UInt64, lowerBound: [UInt8]?, upperBound: [UInt8]?, pinned: ReadView) {
         iter = merged

@@ -17,7 +17,9 @@ protocol InternalIterator: AnyObject {
 /// Iterates one memtable. Holds the memtable alive, so its arena stays valid.
 final class MemtableIterator: InternalIterator {
     private let table: Memtable
-    private var node: UnsafeMutableRawPointer?
+    // Iterator and arena state belongs to one thread at a time: `@exclusivity(unchecked)` spares
+    // the runtime checks on every step.
+    @exclusivity(unchecked) private var node: UnsafeMutableRawPointer?
 
     init(_ table: Memtable) { self.table = table }
 
@@ -48,8 +50,8 @@ final class MemtableIterator: InternalIterator {
 final class SegmentIterator: InternalIterator {
     private let reader: SegmentReader
     private let indexIterator: BlockIterator
-    private var dataIterator: BlockIterator?
-    private(set) var error: StorageError?
+    @exclusivity(unchecked) private var dataIterator: BlockIterator?
+    @exclusivity(unchecked) private(set) var error: StorageError?
     private let fillCache: Bool
 
     init(reader: SegmentReader, index: Block, fillCache: Bool) {

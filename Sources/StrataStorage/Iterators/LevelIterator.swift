@@ -3,9 +3,11 @@
 /// iterator down to one child per level (LevelDB's concatenating iterator).
 final class LevelIterator: InternalIterator {
     private let segments: [LiveSegment]
-    private var index = 0
-    private var current: SegmentIterator?
-    private var failure: StorageError?
+    // Iterator and arena state belongs to one thread at a time: `@exclusivity(unchecked)` spares
+    // the runtime checks on every step.
+    @exclusivity(unchecked) private var index = 0
+    @exclusivity(unchecked) private var current: SegmentIterator?
+    @exclusivity(unchecked) private var failure: StorageError?
 
     init(_ segments: [LiveSegment]) { self.segments = segments }
 

@@ -7,9 +7,11 @@ final class MergingIterator: InternalIterator {
     private let children: ContiguousArray<any InternalIterator>
     /// Current key of each child; empty when that child is not valid (an internal key is never
     /// empty).
-    private var keys: ContiguousArray<UnsafeRawBufferPointer>
-    private var current: Int = -1
-    private var forward = true
+    // Iterator and arena state belongs to one thread at a time: `@exclusivity(unchecked)` spares
+    // the runtime checks on every step.
+    @exclusivity(unchecked) private var keys: ContiguousArray<UnsafeRawBufferPointer>
+    @exclusivity(unchecked) private var current: Int = -1
+    @exclusivity(unchecked) private var forward = true
 
     init(_ children: [any InternalIterator]) {
         self.children = ContiguousArray(children)
@@ -21,7 +23,7 @@ final class MergingIterator: InternalIterator {
     var value: UnsafeRawBufferPointer { children[current].value }
     /// The first error of any child. Once set the merge stops: going on without the failed
     /// child would silently skip its entries.
-    private(set) var error: StorageError?
+    @exclusivity(unchecked) private(set) var error: StorageError?
 
     @inline(__always) private func refresh(_ i: Int) {
         let c = children[i]

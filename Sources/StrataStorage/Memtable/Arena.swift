@@ -6,9 +6,11 @@ import Synchronization
 final class Arena: @unchecked Sendable {
     static let chunkBytes = 1 << 20
 
-    private var chunks: [UnsafeMutableRawPointer] = []
-    private var cursor: UnsafeMutableRawPointer?
-    private var remaining = 0
+    // Iterator and arena state belongs to one thread at a time: `@exclusivity(unchecked)` spares
+    // the runtime checks on every step.
+    @exclusivity(unchecked) private var chunks: [UnsafeMutableRawPointer] = []
+    @exclusivity(unchecked) private var cursor: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) private var remaining = 0
     /// Bytes handed out (what the memtable size limit counts); read by other threads.
     let usage = Atomic<Int>(0)
     /// Bytes of memory held, including unused chunk tails.

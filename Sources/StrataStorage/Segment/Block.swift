@@ -58,16 +58,18 @@ final class BlockIterator {
     let block: Block
     private let data: UnsafeRawBufferPointer
     private let limit: Int
-    private var keyBuffer: UnsafeMutableRawPointer
-    private var keyCapacity: Int
-    private(set) var keyCount = 0
+    // Iterator and arena state belongs to one thread at a time: `@exclusivity(unchecked)` spares
+    // the runtime checks on every step.
+    @exclusivity(unchecked) private var keyBuffer: UnsafeMutableRawPointer
+    @exclusivity(unchecked) private var keyCapacity: Int
+    @exclusivity(unchecked) private(set) var keyCount = 0
     /// Offset of the current entry; `limit` when not valid.
-    private var current: Int
-    private var nextOffset: Int = 0
-    private var valueOffset = 0
-    private var valueCount = 0
-    private var restartIndex = 0
-    private(set) var corrupted = false
+    @exclusivity(unchecked) private var current: Int
+    @exclusivity(unchecked) private var nextOffset: Int = 0
+    @exclusivity(unchecked) private var valueOffset = 0
+    @exclusivity(unchecked) private var valueCount = 0
+    @exclusivity(unchecked) private var restartIndex = 0
+    @exclusivity(unchecked) private(set) var corrupted = false
 
     init(block: Block) {
         self.block = block
