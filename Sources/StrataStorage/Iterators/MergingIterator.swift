@@ -40,32 +40,20 @@ final class MergingIterator: InternalIterator {
         for i in children.indices { refresh(i) }
     }
 
-    private func findSmallest() {
-        if error != nil {
-            current = -1
-            return
-        }
-        var best = -1
-        keys.withUnsafeBufferPointer { ks in
-            for i in 0..<ks.count where ks[i].count > 0 {
-                if best < 0 || InternalKey.compare(ks[i], ks[best]) < 0 { best = i }
-            }
-        }
-        current = best
-    }
+    private func findSmallest() { current = findExtreme(sign: 1) }
+    private func findLargest() { current = findExtreme(sign: -1) }
 
-    private func findLargest() {
-        if error != nil {
-            current = -1
-            return
-        }
+    /// The valid child whose key is smallest (`sign` 1) or largest (`sign` -1); -1 when none is
+    /// valid or a child failed.
+    @inline(__always) private func findExtreme(sign: Int) -> Int {
+        if error != nil { return -1 }
         var best = -1
         keys.withUnsafeBufferPointer { ks in
             for i in 0..<ks.count where ks[i].count > 0 {
-                if best < 0 || InternalKey.compare(ks[i], ks[best]) > 0 { best = i }
+                if best < 0 || InternalKey.compare(ks[i], ks[best]) * sign < 0 { best = i }
             }
         }
-        current = best
+        return best
     }
 
     func seekToFirst() {
