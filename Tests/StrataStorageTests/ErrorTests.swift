@@ -140,3 +140,46 @@ import Testing
         #expect(throws: StorageError.self) { try Engine.open(directory: "/db", options: Self.memoryOptions(fs)) }
     }
 }
+
+@Suite struct ReadOnlyOpenTests {
+    @Test func readOnlyOpenReadsEverythingAndWritesNothing() throws {
+        let fs = InMemoryFileSystem()
+        let w = try Engine.open(directory: "/db", options: .testing(fs))
+        let edges = try w.keySpace(named: "edges")
+        try w.put("flushed", "1", in: w.defaultKeySpace)
+        try w.flush()
+        try w.put("in-wal", "2", in: edges)
+        w.close()
+        let before = try fs.listDirectory("/db").sorted().map { ($0, fs.contents(of: "/db/" + $0)!) }
+
+        var o = EngineOptions.testing(fs)
+        o.readOnly = true
+        let r1 = try Engine.open(directory: "/db", options: o)
+        let r2 = try Engine.open(directory: "/db", options: o)   // readers share the store
+        #expect(r1.isReadOnly)
+        #expect(try r1.getString("flushed", in: r1.defaultKeySpace) == "1")
+        #expect(try r2.getString("in-wal", in: try r2.keySpace(named: "edges")) == "2")
+        #expect(throws: StorageError.readOnly(path: "/db")) { try r1.put("x", "y", in: r1.defaultKeySpace) }
+        #expect(throws: StorageError.readOnly(path: "/db")) { try r1.flush() }
+        #expect(throws: StorageError.readOnly(path: "/db")) { try r1.compact() }
+        #expect(throws: StorageError.readOnly(path: "/db")) { try r1.keySpace(named: "new") }
+        // A writer is kept out while readers hold the store.
+        #expect(throws: StorageError.locked(path: "/db/LOCK")) { try Engine.open(directory: "/db", options: .testing(fs)) }
+        r1.close()
+        r2.close()
+        let after = try fs.listDirectory("/db").sorted().map { ($0, fs.contents(of: "/db/" + $0)!) }
+        #expect(after.map(\.0) == before.map(\.0))
+        #expect(after.map(\.1) == before.map(\.1))
+
+        // And readers are kept out while a writer holds it.
+        let w2 = try Engine.open(directory: "/db", options: .testing(fs))
+        #expect(throws: StorageError.locked(path: "/db/LOCK")) { try Engine.open(directory: "/db", options: o) }
+        w2.close()
+    }
+
+    @Test func readOnlyOpenOfNothingIsNotAStore() throws {
+        var o = EngineOptions.testing(InMemoryFileSystem())
+        o.readOnly = true
+        #expect(throws: StorageError.notAStore(path: "/none")) { try Engine.open(directory: "/none", options: o) }
+    }
+}

@@ -85,7 +85,9 @@ import Testing
                                    "setpriv (util-linux) is needed to drop privileges")
         guard getuid() == 0 else { return }   // not root: chmod-style protection would already apply
         let dir = TemporaryDirectory()
-        try Engine.open(directory: dir.path).close()
+        let writer = try Engine.open(directory: dir.path)
+        try writer.put("k", "v", in: writer.defaultKeySpace)
+        writer.close()
         // The helper must be able to reach the directory and execute the binary.
         chmod(NSTemporaryDirectory(), 0o1777)
         chmod(dir.path, 0o755)
@@ -101,6 +103,19 @@ import Testing
         child.waitUntilExit()
         #expect(child.terminationStatus == 1)
         #expect(message.contains("is read-only"), "got: \(message)")
+
+        // Opened read-only, the same user can read it: nothing needs writing.
+        let reader = Process()
+        reader.executableURL = URL(fileURLWithPath: setpriv)
+        reader.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", binary, "read", dir.path]
+        let out = Pipe()
+        reader.standardOutput = out
+        reader.standardError = Pipe()
+        try reader.run()
+        let printed = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        reader.waitUntilExit()
+        #expect(reader.terminationStatus == 0)
+        #expect(printed.hasPrefix("keys 1"), "got: \(printed)")
         // The store is untouched and opens normally for its owner.
         let e = try Engine.open(directory: dir.path)
         e.close()

@@ -11,6 +11,7 @@ import Darwin
 ///
 ///   strata-torture hold DIR     open the store, print "ready", keep it open until stdin closes
 ///   strata-torture write DIR N  write N durable batches, printing each sequence once it is acknowledged
+///   strata-torture read DIR     open read-only and print "keys N" for the default key space
 func fail(_ message: String) -> Never {
     let line = "strata-torture: \(message)\n"
     _ = line.withCString { write(2, $0, strlen($0)) }
@@ -26,8 +27,13 @@ func emit(_ line: String) {
 }
 
 do {
-    let engine = try Engine.open(directory: args[1])
+    var options = EngineOptions()
+    options.readOnly = args[0] == "read"
+    let engine = try Engine.open(directory: args[1], options: options)
     switch args[0] {
+    case "read":
+        emit("keys \(try engine.scan(engine.defaultKeySpace).count)")
+        engine.close()
     case "hold":
         emit("ready")
         var byte: UInt8 = 0

@@ -60,7 +60,8 @@ public final class Engine: @unchecked Sendable {
     @exclusivity(unchecked) var backgroundError: StorageError?
     /// Last sequence number handed out (may run ahead of `visibleSequence` while a group commits).
     @exclusivity(unchecked) var lastSequence: UInt64 = 0
-    @exclusivity(unchecked) var wal: LogWriter
+    /// nil when the engine is read-only.
+    @exclusivity(unchecked) var wal: LogWriter?
     @exclusivity(unchecked) var walNumber: UInt64
     @exclusivity(unchecked) var walNeedsRotation = false
     /// The commit leader's buffer for WAL records (used by one leader at a time).
@@ -122,7 +123,7 @@ public final class Engine: @unchecked Sendable {
         guard isClosed.exchange(true, ordering: .acquiringAndReleasing) == false else { return }
         commitLock.lock()
         while flushRunning || compactionScheduled || !writers.isEmpty { commitLock.wait() }
-        try? wal.close()
+        try? wal?.close()
         commitLock.unlock()
         manifestLock.withLock { versions.close() }
         fileLock?.release()
@@ -131,6 +132,15 @@ public final class Engine: @unchecked Sendable {
 
     @inline(__always) func checkOpen() throws {
         if isClosed.load(ordering: .relaxed) { throw StorageError.closed }
+    }
+
+    /// Whether the engine was opened with ``EngineOptions/readOnly``.
+    public var isReadOnly: Bool { options.readOnly }
+
+    /// For operations that write: open and not read-only.
+    @inline(__always) func checkWritable() throws {
+        try checkOpen()
+        if options.readOnly { throw StorageError.readOnly(path: directory) }
     }
 
     // MARK: Key spaces
@@ -157,6 +167,7 @@ public final class Engine: @unchecked Sendable {
         commitLock.lock()
         defer { commitLock.unlock() }
         if let ks = keySpacesByName[name] { return ks }
+        if options.readOnly { throw StorageError.readOnly(path: directory) }
         guard keySpacesByName.count < StorageLimits.maxKeySpaces else { throw StorageError.invalidKeySpaceName(name) }
         let ks = KeySpace(id: UInt32(keySpacesByName.count), name: name)
         var edit = VersionEdit()

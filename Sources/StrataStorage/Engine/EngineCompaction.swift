@@ -25,7 +25,7 @@ extension Engine {
     /// print("\(report.bytesBefore) → \(report.bytesAfter) bytes")
     /// ```
     public func compact(keySpace: KeySpace? = nil) throws -> CompactionReport {
-        try checkOpen()
+        try checkWritable()
         try flush()
         let start = monotonicSeconds()
         let ids = keySpace.map { [$0.id] } ?? keySpaces.map(\.id)
@@ -71,7 +71,7 @@ extension Engine {
 
     /// REQUIRES: `commitLock` held.
     func maybeScheduleCompaction() {
-        guard !compactionScheduled, !isClosed.load(ordering: .relaxed) else { return }
+        guard !compactionScheduled, !options.readOnly, !isClosed.load(ordering: .relaxed) else { return }
         compactionScheduled = true
         compactionQueue.async { [self] in
             runBackgroundCompactions()

@@ -3,7 +3,7 @@ extension Engine {
     /// Normally flushes happen on their own when the memtable is full; this is for tools and
     /// tests.
     public func flush() throws {
-        try checkOpen()
+        try checkWritable()
         // Go through the commit queue so no leader is writing to the memtables meanwhile.
         let w = PendingWrite(batch: WriteBatch(), durability: .none)
         commitLock.lock()

@@ -39,6 +39,11 @@ public struct EngineOptions: Sendable {
     public var bloomBitsPerKey = 10
     /// lz4-compress blocks when that saves at least an eighth.
     public var compression = true
+    /// Open without writing anything: reads (including data still in the WAL) work, writes,
+    /// flushes, compactions and new key spaces throw ``StorageError/readOnly(path:)``. Several
+    /// read-only openers may share a store; a writer excludes them and they exclude a writer.
+    /// Works in a directory the process cannot write.
+    public var readOnly = false
     /// Key spaces to create at open if they do not exist yet (besides "default").
     public var keySpaces: [String] = []
 

@@ -33,7 +33,7 @@ extension Engine {
     /// - Throws: a limit error for oversized keys, values or batches; ``StorageError/diskFull(path:)``
     ///   and other I/O errors, in which case the batch was not applied and the engine stays usable.
     public func write(_ batch: WriteBatch, durability: Durability? = nil) throws {
-        try checkOpen()
+        try checkWritable()
         if let e = batch.limitError { throw e }
         guard !batch.isEmpty else { return }
         guard batch.byteCount <= StorageLimits.maxBatchBytes else {
@@ -80,7 +80,7 @@ extension Engine {
         var totalOps = 0
         for g in group { totalOps += g.batch.count }
         lastSequence += UInt64(totalOps)
-        let log = wal
+        let log = wal!   // present: read-only engines stop at checkWritable()
         let tables = memtablesById
         commitLock.unlock()
 
@@ -211,7 +211,7 @@ extension Engine {
             try? fileSystem.removeFile(path)
             throw error
         }
-        try? wal.close()
+        try? wal?.close()
         wal = LogWriter(file: file, path: path)
         walNumber = number
     }

@@ -7,7 +7,8 @@ enum Recovery {
         var versions: VersionSet
         var memtables: [UInt32: Memtable]
         var lastSequence: UInt64
-        var wal: LogWriter
+        /// nil when opened read-only.
+        var wal: LogWriter?
         var walNumber: UInt64
     }
 
@@ -38,10 +39,13 @@ enum Recovery {
     static func run(directory: String, options: EngineOptions, stats: StatisticsCounters, cache: BlockCache) throws -> Result {
         let fs = options.fileSystem
         if !fs.directoryExists(directory) {
-            guard options.createIfMissing else { throw StorageError.notAStore(path: directory) }
+            guard options.createIfMissing, !options.readOnly else { throw StorageError.notAStore(path: directory) }
             try fs.createDirectory(directory)
         }
-        let lock = try fs.lockFile(joinPath(directory, FormatConstants.lockFileName))
+        if options.readOnly && !fs.fileExists(joinPath(directory, FormatConstants.currentFileName)) {
+            throw StorageError.notAStore(path: directory)
+        }
+        let lock = try fs.lockFile(joinPath(directory, FormatConstants.lockFileName), shared: options.readOnly)
         do {
             return try recoverLocked(directory: directory, options: options, stats: stats, cache: cache, lock: lock)
         } catch {
@@ -96,6 +100,11 @@ enum Recovery {
             lastSequence = try replay(wal: joinPath(directory, walName(n)), fs: fs, into: memtables, after: lastSequence)
         }
         versions.noteLastSequence(lastSequence)
+        if options.readOnly {
+            // Nothing is written: no new manifest, no WAL, no clean-up.
+            return Result(lock: lock, versions: versions, memtables: memtables, lastSequence: lastSequence,
+                          wal: nil, walNumber: 0)
+        }
 
         if isNew {
             // A fresh store gets its default key space in its first manifest.

@@ -21,9 +21,11 @@ public protocol FileSystem: Sendable {
     func rename(_ from: String, to: String) throws
     /// Makes the directory's entries (creations, renames, removals) durable.
     func syncDirectory(_ path: String) throws
-    /// Takes an exclusive lock on `path`, held until the returned lock is released. Fails with
-    /// ``StorageError/locked(path:)`` when another holder has it, in this process or another.
-    func lockFile(_ path: String) throws -> any FileLock
+    /// Takes a lock on `path`, held until the returned lock is released: exclusive for a
+    /// writer (creating the file if needed), shared for read-only openers (the file must exist).
+    /// Fails with ``StorageError/locked(path:)`` when a conflicting holder has it, in this
+    /// process or another.
+    func lockFile(_ path: String, shared: Bool) throws -> any FileLock
 }
 
 /// A file opened for appending.

@@ -59,7 +59,8 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
         var names: [String: Int] = [:]
         var durableNames: [String: Int] = [:]
         var directories: Set<String> = ["/"]
-        var locks: Set<String> = []
+        /// Lock holders per path: -1 for an exclusive holder, else the number of shared ones.
+        var locks: [String: Int] = [:]
         var nextFileId = 1
         var generation = 0
         var fault: Fault?
@@ -249,10 +250,12 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
         }
     }
 
-    public func lockFile(_ path: String) throws -> any FileLock {
+    public func lockFile(_ path: String, shared: Bool) throws -> any FileLock {
         try state.withLock { s in
-            if s.locks.contains(path) { throw StorageError.locked(path: path) }
-            s.locks.insert(path)
+            let holders = s.locks[path] ?? 0
+            if holders < 0 || (!shared && holders > 0) { throw StorageError.locked(path: path) }
+            if shared && s.names[path] == nil { throw StorageError.io(operation: "open", path: path, errno: 2) }
+            s.locks[path] = shared ? holders + 1 : -1
             if s.names[path] == nil {
                 let id = s.nextFileId
                 s.nextFileId += 1
@@ -362,7 +365,8 @@ final class InMemoryFileLock: FileLock {
     func release() {
         guard released.exchange(true, ordering: .relaxed) == false else { return }
         fs.state.withLock { s in
-            if s.generation == generation { s.locks.remove(path) }
+            guard s.generation == generation, let holders = s.locks[path] else { return }
+            s.locks[path] = holders > 1 ? holders - 1 : nil
         }
     }
 }

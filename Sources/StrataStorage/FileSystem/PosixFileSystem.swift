@@ -92,12 +92,12 @@ public struct PosixFileSystem: FileSystem {
         if fsync(fd) != 0 { throw posixError("fsync", path) }
     }
 
-    public func lockFile(_ path: String) throws -> any FileLock {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+    public func lockFile(_ path: String, shared: Bool) throws -> any FileLock {
+        let fd = shared ? open(path, O_RDONLY | O_CLOEXEC) : open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw posixError("open", path) }
         // flock locks belong to the open file description, so a second open in this same
         // process conflicts too, not only another process (unlike fcntl locks).
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        if flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0 {
             let e = errno
             systemClose(fd)
             if e == EWOULDBLOCK { throw StorageError.locked(path: path) }
