@@ -122,6 +122,7 @@ public final class Engine: @unchecked Sendable {
     public func close() {
         guard isClosed.exchange(true, ordering: .acquiringAndReleasing) == false else { return }
         commitLock.lock()
+        commitLock.broadcast()   // stalled writers wake, see the engine closed, and leave
         while flushRunning || compactionScheduled || !writers.isEmpty { commitLock.wait() }
         try? wal?.close()
         commitLock.unlock()

@@ -148,6 +148,8 @@ extension Engine {
         var forced = force
         var delayed = false
         while true {
+            // A writer stalled behind compaction must not hold up close().
+            if isClosed.load(ordering: .relaxed) { throw StorageError.closed }
             let level0 = level0Segments
             if level0 >= CompactionPolicy.level0StopWrites {
                 if let e = compactionError, !compactionScheduled {
