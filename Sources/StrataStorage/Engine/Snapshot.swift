@@ -43,5 +43,4 @@ final class SnapshotList: Sendable {
 
     /// Oldest live snapshot, if any.
     var oldest: UInt64? { counts.withLock { $0.keys.min() } }
-    var count: Int { counts.withLock { $0.values.reduce(0, +) } }
 }

@@ -72,14 +72,16 @@ extension FileSystem {
         if done < size { bytes.removeSubrange(done...) }
         return bytes
     }
+}
 
-    /// Reads exactly `count` bytes at `offset`, or throws corruption naming the file.
-    func readExactly(_ file: any ReadableFile, path: String, offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws {
+extension ReadableFile {
+    /// Fills `buffer` from `offset`, or throws corruption naming the file when it ends first.
+    func readExactly(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer, path: String) throws {
         var done = 0
         while done < buffer.count {
-            let n = try file.read(at: offset + UInt64(done), into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]))
+            let n = try read(at: offset + UInt64(done), into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]))
             if n == 0 {
-                throw StorageError.corruption(file: path, offset: offset, reason: "file ends before \(buffer.count) bytes could be read")
+                throw StorageError.corruption(file: path, offset: offset, reason: "block extends past the end of the file")
             }
             done += n
         }

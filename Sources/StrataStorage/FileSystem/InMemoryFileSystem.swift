@@ -147,8 +147,8 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
         }
     }
 
-    /// Counts an operation and throws when an armed fault fires. Returns the torn-write length
-    /// when the failing operation is a write that should leave a prefix behind.
+    /// Counts an operation and throws when an armed fault fires (a torn write's prefix is
+    /// appended by the caller, `InMemoryWritableFile.append`).
     fileprivate static func check(_ s: inout State, _ op: Operation) throws(StorageError) {
         s.operationCount += 1
         guard let fault = s.fault, fault.operations.contains(op) else { return }

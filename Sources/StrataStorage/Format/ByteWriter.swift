@@ -58,11 +58,3 @@ struct ByteWriter {
         }
     }
 }
-
-/// Number of bytes `value` takes as a varint.
-@inlinable func varintLength(_ value: UInt64) -> Int {
-    var v = value
-    var n = 1
-    while v >= 0x80 { v >>= 7; n += 1 }
-    return n
-}

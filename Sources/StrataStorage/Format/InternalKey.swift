@@ -21,14 +21,6 @@ enum InternalKey {
         (sequence << 8) | UInt64(EntryKind.value.rawValue)
     }
 
-    static func encode(userKey: UnsafeRawBufferPointer, trailer: UInt64) -> [UInt8] {
-        var out = [UInt8]()
-        out.reserveCapacity(userKey.count + trailerBytes)
-        out.append(contentsOf: userKey)
-        withUnsafeBytes(of: trailer.littleEndian) { out.append(contentsOf: $0) }
-        return out
-    }
-
     @inline(__always)
     static func userKey(_ internalKey: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: internalKey[0..<(internalKey.count - trailerBytes)])
@@ -67,12 +59,6 @@ enum InternalKey {
         if r != 0 { return r }
         let ta = trailer(a), tb = trailer(b)
         return ta > tb ? -1 : (ta < tb ? 1 : 0)
-    }
-
-    /// Internal key well-formed: long enough and of a known kind.
-    @inline(__always)
-    static func isValid(_ internalKey: UnsafeRawBufferPointer) -> Bool {
-        internalKey.count >= trailerBytes && internalKey[internalKey.count - trailerBytes] <= EntryKind.value.rawValue
     }
 }
 

@@ -21,8 +21,6 @@ final class LiveSegment: Sendable {
         if obsolete.load(ordering: .acquiring) { reader.deleteFile() }
     }
 
-    var smallestUserKey: UnsafeRawBufferPointer { meta.smallest.withUnsafeBytes { InternalKey.userKey($0) } }
-
     /// Whether `userKey` lies within the segment's key range.
     func covers(_ userKey: UnsafeRawBufferPointer) -> Bool {
         meta.smallest.withUnsafeBytes { InternalKey.compareUserKeys(userKey, InternalKey.userKey($0)) >= 0 }

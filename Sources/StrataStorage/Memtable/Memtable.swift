@@ -26,9 +26,7 @@ final class Memtable: @unchecked Sendable {
     @exclusivity(unchecked) private var rng: UInt64 = 0x2545_F491_4F6C_DD1D
     /// Entries inserted; written by the writer only.
     @exclusivity(unchecked) private(set) var entryCount = 0
-    @exclusivity(unchecked) private(set) var minSequence: UInt64 = .max
     @exclusivity(unchecked) private(set) var maxSequence: UInt64 = 0
-    @exclusivity(unchecked) private(set) var userBytes = 0
 
     /// A blocked bloom filter over the user keys (one 64-bit word per key, 6 bits in it), so
     /// that a point read of a key this memtable does not hold usually skips the skip list.
@@ -175,9 +173,7 @@ final class Memtable: @unchecked Sendable {
             }
         }
         entryCount += 1
-        minSequence = min(minSequence, sequence)
         maxSequence = max(maxSequence, sequence)
-        userBytes += key.count + value.count
     }
 
     // MARK: Reading (any thread)

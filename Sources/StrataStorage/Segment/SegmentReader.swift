@@ -42,7 +42,7 @@ final class SegmentReader: @unchecked Sendable {
         }
         var raw = [UInt8](repeating: 0, count: footerBytes)
         try raw.withUnsafeMutableBytes { buf in
-            try Self.readExactly(file, path: path, offset: fileSize - UInt64(footerBytes), into: buf)
+            try file.readExactly(at: fileSize - UInt64(footerBytes), into: buf, path: path)
         }
         let footer = try raw.withUnsafeBytes { try SegmentFooter.decode($0, file: path, fileSize: fileSize) }
         index = try Self.readBlock(file: file, path: path, handle: footer.index)
@@ -57,24 +57,11 @@ final class SegmentReader: @unchecked Sendable {
 
     deinit { file.close() }
 
-    func close() { file.close() }
-
     /// Closes and removes the file of a segment nothing uses any more.
     func deleteFile() {
         file.close()
         cache.evict(segmentId: fileNumber)
         try? fileSystem?.removeFile(path)
-    }
-
-    private static func readExactly(_ file: any ReadableFile, path: String, offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws {
-        var done = 0
-        while done < buffer.count {
-            let n = try file.read(at: offset + UInt64(done), into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]))
-            if n == 0 {
-                throw StorageError.corruption(file: path, offset: offset, reason: "block extends past the end of the file")
-            }
-            done += n
-        }
     }
 
     /// Reads, verifies and decompresses one block. Filter and properties blocks are handled
@@ -87,7 +74,7 @@ final class SegmentReader: @unchecked Sendable {
         let n = Int(handle.size)
         let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: n + trailer, alignment: 8)
         do {
-            try readExactly(file, path: path, offset: handle.offset, into: buf)
+            try file.readExactly(at: handle.offset, into: buf, path: path)
         } catch {
             buf.deallocate()
             throw error
@@ -187,35 +174,6 @@ final class SegmentReader: @unchecked Sendable {
 
     func makeIterator(fillCache: Bool = true) -> SegmentIterator {
         SegmentIterator(reader: self, index: index, fillCache: fillCache)
-    }
-
-    /// Reads and verifies every block of the file (for `verify`): returns the number of entries.
-    func verifyAllBlocks() throws -> UInt64 {
-        let idx = index.makeIterator()
-        idx.seekToFirst()
-        var entries: UInt64 = 0
-        var previous: [UInt8] = []
-        while idx.isValid {
-            let h = try handle(fromIndexValue: idx.value)
-            let b = try Self.readBlock(file: file, path: path, handle: h)
-            let it = b.makeIterator()
-            it.seekToFirst()
-            while it.isValid {
-                if !previous.isEmpty, previous.withUnsafeBytes({ InternalKey.compare($0, it.key) }) >= 0 {
-                    throw StorageError.corruption(file: path, offset: h.offset, reason: "keys out of order")
-                }
-                previous = Array(it.key)
-                entries += 1
-                it.next()
-            }
-            if it.corrupted { throw StorageError.corruption(file: path, offset: h.offset, reason: "malformed data block") }
-            idx.next()
-        }
-        if idx.corrupted { throw StorageError.corruption(file: path, offset: 0, reason: "malformed index block") }
-        guard entries == properties.entryCount else {
-            throw StorageError.corruption(file: path, offset: 0, reason: "holds \(entries) entries, properties say \(properties.entryCount)")
-        }
-        return entries
     }
 }
 
