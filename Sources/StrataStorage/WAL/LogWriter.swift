@@ -17,24 +17,26 @@ final class LogWriter {
 
     /// Frames `payload` into `out` (no I/O), so several records can go out in one write.
     static func frame(_ payload: UnsafeRawBufferPointer, into out: inout ByteWriter) {
-        let start = out.count
-        out.appendFixed32(0)
-        out.appendFixed32(UInt32(payload.count))
-        out.append(payload)
-        let crc = out.bytes.withUnsafeBytes { raw in
-            Checksum.crc32c(UnsafeRawBufferPointer(rebasing: raw[(start + 4)...]))
-        }
-        out.setFixed32(Checksum.mask(crc), at: start)
+        frame(payloadBytes: payload.count, into: &out) { $0.append(payload) }
     }
 
     /// Frames a WAL record whose payload is `sequence` (u64) followed by the batch encoding,
     /// without building the payload separately (SPEC.md §WAL payload).
     static func frameBatch(sequence: UInt64, batch: [UInt8], into out: inout ByteWriter) {
+        frame(payloadBytes: 8 + batch.count, into: &out) {
+            $0.appendFixed64(sequence)
+            $0.append(batch)
+        }
+    }
+
+    /// Writes the header, lets `writePayload` append exactly `payloadBytes` bytes, then fills
+    /// in the CRC over length and payload.
+    private static func frame(payloadBytes: Int, into out: inout ByteWriter, _ writePayload: (inout ByteWriter) -> Void) {
         let start = out.count
         out.appendFixed32(0)
-        out.appendFixed32(UInt32(8 + batch.count))
-        out.appendFixed64(sequence)
-        out.append(batch)
+        out.appendFixed32(UInt32(payloadBytes))
+        writePayload(&out)
+        precondition(out.count == start + FormatConstants.logRecordHeaderBytes + payloadBytes, "payload length mismatch")
         let crc = out.bytes.withUnsafeBytes { raw in
             Checksum.crc32c(UnsafeRawBufferPointer(rebasing: raw[(start + 4)...]))
         }
