@@ -1,12 +1,17 @@
 // swift-tools-version: 6.1
+import CompilerPluginSupport
 import PackageDescription
 
 let package = Package(
     name: "Strata",
     platforms: [.macOS(.v15)],
     products: [
+        .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataStorage", targets: ["StrataStorage"]),
         .executable(name: "strata", targets: ["strata"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "602.0.0"),
     ],
     targets: [
         // lz4 from the system (Debian: liblz4-dev). The shim header stops the build with an
@@ -23,6 +28,21 @@ let package = Package(
             name: "StrataStorage",
             dependencies: ["CLZ4", "CStrataSupport"]
         ),
+        // The @Entity macro's implementation: runs inside the compiler, never linked into apps.
+        .macro(
+            name: "StrataMacros",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+            ]
+        ),
+        // The object layer: entities, Store, Box, transactions, schema, codec.
+        .target(
+            name: "Strata",
+            dependencies: ["StrataStorage", "StrataMacros"]
+        ),
         .executableTarget(
             name: "strata",
             dependencies: ["StrataStorage"],
@@ -37,6 +57,17 @@ let package = Package(
         .testTarget(
             name: "StrataStorageTests",
             dependencies: ["StrataStorage"]
+        ),
+        .testTarget(
+            name: "StrataTests",
+            dependencies: ["Strata"]
+        ),
+        .testTarget(
+            name: "StrataMacrosTests",
+            dependencies: [
+                "StrataMacros",
+                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
+            ]
         ),
     ]
 )

@@ -8,12 +8,17 @@ import Darwin
 /// really contend: on Linux, Mutex locks through futex calls inside the prebuilt
 /// Synchronization library, which ThreadSanitizer cannot see, so every access it protects was
 /// reported as a race (seen with Swift 6.3.1). pthread locks are intercepted by TSan, so race
-/// reports stay meaningful.
-final class LockedValue<Value>: @unchecked Sendable {
+/// reports stay meaningful. Public so that the object layer shares the same primitive.
+///
+/// ```swift
+/// let counter = LockedValue(0)
+/// counter.withLock { $0 += 1 }
+/// ```
+public final class LockedValue<Value>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 
-    init(_ value: Value) {
+    public init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
@@ -25,7 +30,7 @@ final class LockedValue<Value>: @unchecked Sendable {
     }
 
     @inline(__always)
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+    public func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)

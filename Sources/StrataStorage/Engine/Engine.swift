@@ -135,6 +135,9 @@ public final class Engine: @unchecked Sendable {
         if isClosed.load(ordering: .relaxed) { throw StorageError.closed }
     }
 
+    /// Whether ``close()`` was called.
+    public var isOpen: Bool { !isClosed.load(ordering: .relaxed) }
+
     /// Whether the engine was opened with ``EngineOptions/readOnly``.
     public var isReadOnly: Bool { options.readOnly }
 

@@ -1,0 +1,38 @@
+import StrataStorage
+
+/// The object layer's constants that reach disk, in one place (SPEC.md §Objects). Never renumber.
+enum ObjectFormat {
+    /// Version of the object layer's layout (catalog, keys, codec), stored under
+    /// ``MetaKey/format``. A store with a higher version is refused.
+    static let version: UInt32 = 1
+    /// First byte of every encoded object.
+    static let codecVersion: UInt8 = 1
+    /// First byte of every persisted entity record in the catalog.
+    static let entityRecordVersion: UInt8 = 1
+    /// Key space holding the objects: key = entity id (u32 BE) + object id (u64 BE).
+    static let objectsKeySpace = "objects"
+    /// Key space holding the catalog: format version, entity records, id counters.
+    static let metaKeySpace = "meta"
+    /// Bytes in an object key.
+    static let objectKeyBytes = 12
+    /// Largest encoded object: the engine's value limit.
+    static let maxObjectBytes = StorageLimits.maxValueBytes
+    /// Largest property id; tags hold `id << 3 | wire` in a varint.
+    static let maxPropertyId: UInt32 = 1 << 28
+}
+
+/// First byte of each key in the meta key space. Never renumber.
+enum MetaKey: UInt8 {
+    /// `[0x01]` → object format version, u32 LE.
+    case format = 1
+    /// `[0x02] + entity id (u32 BE)` → entity record.
+    case entity = 2
+    /// `[0x03] + entity id (u32 BE)` → the last object id assigned, u64 LE.
+    case lastId = 3
+
+    func key(entity: UInt32? = nil) -> [UInt8] {
+        var k: [UInt8] = [rawValue]
+        if let entity { withUnsafeBytes(of: entity.bigEndian) { k.append(contentsOf: $0) } }
+        return k
+    }
+}

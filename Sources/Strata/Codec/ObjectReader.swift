@@ -1,0 +1,130 @@
+/// Decodes one object's fields straight from stored bytes (often a block in the engine's
+/// cache), without copying them. Generated `_strataDecode` methods loop over `nextField()` and
+/// `read(_:)` each property they know; fields of removed properties are skipped here.
+public struct ObjectReader {
+    @usableFromInline let base: UnsafeRawPointer
+    @usableFromInline let end: Int
+    @usableFromInline var position: Int
+    /// Stored property id → declared position, or -1 for a property the type no longer has.
+    @usableFromInline let fieldMap: UnsafeBufferPointer<Int32>
+    /// Wire type of the field `nextField()` returned last.
+    @usableFromInline var wire = WireType.null
+
+    /// Starts reading; throws when the codec version byte is missing or unknown.
+    init(bytes: UnsafeRawBufferPointer, fieldMap: UnsafeBufferPointer<Int32>) throws {
+        guard let base = bytes.baseAddress, bytes.count >= 1 else { throw CodecFailure("empty object") }
+        guard bytes[0] == ObjectFormat.codecVersion else {
+            throw CodecFailure("unknown object codec version \(bytes[0])")
+        }
+        self.base = base
+        end = bytes.count
+        position = 1
+        self.fieldMap = fieldMap
+    }
+
+    /// The declared position of the next field this type knows, or nil at the end.
+    @inlinable
+    public mutating func nextField() throws -> Int? {
+        while position < end {
+            let tag = try readVarint()
+            guard let w = WireType(rawValue: UInt8(tag & 7)) else { throw CodecFailure("unknown wire type \(tag & 7)") }
+            let id = tag >> 3
+            if id < UInt64(fieldMap.count) {
+                let field = fieldMap[Int(id)]
+                if field >= 0 {
+                    wire = w
+                    return Int(field)
+                }
+            }
+            try skip(w)
+        }
+        return nil
+    }
+
+    /// Reads the current field into a stored property.
+    @inlinable
+    public mutating func read<V: PersistableValue>(_ value: inout V) throws {
+        value = try V._strataRead(from: &self)
+    }
+
+    /// Reads the current field into an enum property.
+    @inlinable
+    public mutating func read<V: RawRepresentable>(_ value: inout V) throws where V.RawValue: PersistableValue {
+        let raw = try V.RawValue._strataRead(from: &self)
+        guard let v = V(rawValue: raw) else { throw CodecFailure("stored value \(raw) is no case of \(V.self)") }
+        value = v
+    }
+
+    /// Reads the current field into an optional enum property.
+    @inlinable
+    public mutating func read<V: RawRepresentable>(_ value: inout V?) throws where V.RawValue: PersistableValue {
+        if wire == .null {
+            value = nil
+            return
+        }
+        let raw = try V.RawValue._strataRead(from: &self)
+        guard let v = V(rawValue: raw) else { throw CodecFailure("stored value \(raw) is no case of \(V.self)") }
+        value = v
+    }
+
+    // MARK: primitives for the value conformances
+
+    @inlinable
+    mutating func expect(_ expected: WireType) throws {
+        guard wire == expected else {
+            throw CodecFailure(wire == .null ? "nil stored for a non-optional property" : "wire type \(wire) where \(expected) was expected")
+        }
+    }
+
+    @inlinable
+    mutating func readVarint() throws -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while position < end {
+            let byte = base.load(fromByteOffset: position, as: UInt8.self)
+            position += 1
+            if shift == 63 && byte > 1 { throw CodecFailure("varint overflows 64 bits") }
+            result |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 { return result }
+            shift += 7
+        }
+        throw CodecFailure("object ends inside a varint")
+    }
+
+    @inlinable
+    mutating func readFixed32() throws -> UInt32 {
+        guard end - position >= 4 else { throw CodecFailure("object ends inside a 4-byte field") }
+        let v = base.loadUnaligned(fromByteOffset: position, as: UInt32.self)
+        position += 4
+        return UInt32(littleEndian: v)
+    }
+
+    @inlinable
+    mutating func readFixed64() throws -> UInt64 {
+        guard end - position >= 8 else { throw CodecFailure("object ends inside an 8-byte field") }
+        let v = base.loadUnaligned(fromByteOffset: position, as: UInt64.self)
+        position += 8
+        return UInt64(littleEndian: v)
+    }
+
+    /// The bytes of a length-delimited field; valid as long as the stored bytes are.
+    @inlinable
+    mutating func readLengthDelimited() throws -> UnsafeRawBufferPointer {
+        let length = try readVarint()
+        guard length <= UInt64(end - position) else { throw CodecFailure("field length \(length) runs past the object's end") }
+        let r = UnsafeRawBufferPointer(start: base + position, count: Int(length))
+        position += Int(length)
+        return r
+    }
+
+    @inlinable
+    mutating func skip(_ w: WireType) throws {
+        switch w {
+        case .varint: _ = try readVarint()
+        case .fixed64: _ = try readFixed64()
+        case .fixed32: _ = try readFixed32()
+        case .lengthDelimited: _ = try readLengthDelimited()
+        case .null: break
+        }
+    }
+}

@@ -1,0 +1,38 @@
+/// Makes a final class or a struct storable: generates its `Entity` conformance, schema and codec.
+///
+/// Every stored property is persisted unless marked `@Transient`; each needs a default value
+/// (or the type an `init()`), so that objects stored before a property existed read it as that
+/// default. Declaration errors (no `var id: Id`, a `let`, an unsupported type) are compile-time
+/// diagnostics.
+///
+/// ```swift
+/// @Entity
+/// struct Note {
+///     var id: Id = 0
+///     var text = ""
+/// }
+/// ```
+///
+/// - Parameter name: the name the store knows the entity by; the type name when omitted. Set it
+///   to keep a store's data when renaming the Swift type.
+@attached(member, names: named(init))
+@attached(extension, conformances: Entity, names: named(_strataSchema), named(_strataEncode), named(_strataDecode))
+public macro Entity(name: String? = nil) = #externalMacro(module: "StrataMacros", type: "EntityMacro")
+
+/// Keeps a property out of the store: it is neither written nor read, and holds whatever
+/// `init()` gives it on objects read from the store.
+///
+/// ```swift
+/// @Transient var cachedTotal = 0
+/// ```
+@attached(peer)
+public macro Transient() = #externalMacro(module: "StrataMacros", type: "PropertyMarkerMacro")
+
+/// Keeps the stored values of a renamed property: the store matches the property by its old
+/// name once and remembers the new one.
+///
+/// ```swift
+/// @Renamed(from: "mail") var email: String? = nil
+/// ```
+@attached(peer)
+public macro Renamed(from oldName: String) = #externalMacro(module: "StrataMacros", type: "PropertyMarkerMacro")

@@ -1,0 +1,131 @@
+/// An entity's schema as the store persisted it: the entity's id, and every property it ever
+/// had with the id the store gave it. Ids are never reused: a removed property stays listed as
+/// removed, so a later property of the same name starts fresh instead of reading old values.
+/// Layout in SPEC.md §Catalog.
+struct EntityRecord: Equatable, Sendable {
+    struct Property: Equatable, Sendable {
+        var id: UInt32
+        var name: String
+        var type: PropertyType
+        var isOptional: Bool
+        var isRemoved: Bool
+
+        var typeDescription: String { isOptional ? "\(type)?" : "\(type)" }
+    }
+
+    var entityId: UInt32
+    var name: String
+    var lastPropertyId: UInt32
+    var properties: [Property]
+
+    private enum Flag {
+        static let optional: UInt8 = 1
+        static let removed: UInt8 = 2
+    }
+
+    func encoded() -> [UInt8] {
+        var out: [UInt8] = [ObjectFormat.entityRecordVersion]
+        func varint(_ v: UInt64) {
+            var v = v
+            while v >= 0x80 { out.append(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
+            out.append(UInt8(v))
+        }
+        func string(_ s: String) {
+            varint(UInt64(s.utf8.count))
+            out.append(contentsOf: s.utf8)
+        }
+        string(name)
+        varint(UInt64(lastPropertyId))
+        varint(UInt64(properties.count))
+        for p in properties {
+            varint(UInt64(p.id))
+            string(p.name)
+            out.append(p.type.rawValue)
+            out.append((p.isOptional ? Flag.optional : 0) | (p.isRemoved ? Flag.removed : 0))
+        }
+        return out
+    }
+
+    /// Parses a stored record; nil when the bytes are not a valid record.
+    init?(entityId: UInt32, bytes: [UInt8]) {
+        var pos = 0
+        func byte() -> UInt8? {
+            guard pos < bytes.count else { return nil }
+            defer { pos += 1 }
+            return bytes[pos]
+        }
+        func varint() -> UInt64? {
+            var result: UInt64 = 0
+            var shift: UInt64 = 0
+            while let b = byte() {
+                guard shift < 64 else { return nil }
+                result |= UInt64(b & 0x7F) << shift
+                if b < 0x80 { return result }
+                shift += 7
+            }
+            return nil
+        }
+        func string() -> String? {
+            guard let n = varint(), n <= UInt64(bytes.count - pos) else { return nil }
+            let s = String(decoding: bytes[pos..<(pos + Int(n))], as: UTF8.self)
+            pos += Int(n)
+            return s
+        }
+        guard byte() == ObjectFormat.entityRecordVersion, let name = string(),
+              let last = varint(), last <= UInt64(ObjectFormat.maxPropertyId),
+              let count = varint(), count <= last else { return nil }
+        var properties: [Property] = []
+        for _ in 0..<count {
+            guard let id = varint(), id >= 1, id <= last, let pname = string(),
+                  let rawType = byte(), let type = PropertyType(rawValue: rawType),
+                  let flags = byte(), flags & ~(Flag.optional | Flag.removed) == 0 else { return nil }
+            properties.append(Property(id: UInt32(id), name: pname, type: type,
+                                       isOptional: flags & Flag.optional != 0, isRemoved: flags & Flag.removed != 0))
+        }
+        guard pos == bytes.count, Set(properties.map(\.id)).count == properties.count else { return nil }
+        self.init(entityId: entityId, name: name, lastPropertyId: UInt32(last), properties: properties)
+    }
+
+    init(entityId: UInt32, name: String, lastPropertyId: UInt32, properties: [Property]) {
+        self.entityId = entityId
+        self.name = name
+        self.lastPropertyId = lastPropertyId
+        self.properties = properties
+    }
+
+    /// Matches a declared schema against this record. Returns the record to persist (equal to
+    /// `self` when nothing changed) and, per declared property, the stored id it maps to.
+    /// Throws when a property keeps its name but changes its type.
+    func reconciled(with schema: EntitySchema) throws(StrataError) -> (record: EntityRecord, ids: [UInt32]) {
+        var next = self
+        var ids: [UInt32] = []
+        var matched = Set<UInt32>()
+        for declared in schema.properties {
+            let live = { (name: String) in next.properties.firstIndex { !$0.isRemoved && $0.name == name && !matched.contains($0.id) } }
+            if let i = live(declared.name) ?? declared.renamedFrom.flatMap(live) {
+                let stored = next.properties[i]
+                guard stored.type == declared.type, stored.isOptional == declared.isOptional else {
+                    throw .schemaMismatch(entity: schema.name, property: declared.name,
+                                          stored: stored.typeDescription, declared: declared.typeDescription)
+                }
+                next.properties[i].name = declared.name
+                matched.insert(stored.id)
+                ids.append(stored.id)
+            } else {
+                guard next.lastPropertyId < ObjectFormat.maxPropertyId else {
+                    throw .schemaMismatch(entity: schema.name, property: declared.name, stored: "none",
+                                          declared: "property id limit of \(ObjectFormat.maxPropertyId) reached")
+                }
+                next.lastPropertyId += 1
+                next.properties.append(Property(id: next.lastPropertyId, name: declared.name, type: declared.type,
+                                                isOptional: declared.isOptional, isRemoved: false))
+                matched.insert(next.lastPropertyId)
+                ids.append(next.lastPropertyId)
+            }
+        }
+        for i in next.properties.indices where !matched.contains(next.properties[i].id) {
+            next.properties[i].isRemoved = true
+        }
+        return (next, ids)
+    }
+}

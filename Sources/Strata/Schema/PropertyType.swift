@@ -1,0 +1,49 @@
+/// How a property's values are stored. Raw values reach disk (SPEC.md §Object codec): never
+/// renumber. `Int` and `UInt` are stored as their 64-bit forms; `Data` and `[UInt8]` share
+/// `bytes`; an enum is stored as its raw value's type.
+public enum PropertyType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+    case bool = 1
+    case int8 = 2
+    case int16 = 3
+    case int32 = 4
+    case int64 = 5
+    case uint8 = 6
+    case uint16 = 7
+    case uint32 = 8
+    case uint64 = 9
+    case float = 10
+    case double = 11
+    case string = 12
+    case date = 13
+    case bytes = 14
+
+    public var description: String {
+        switch self {
+        case .bool: "Bool"
+        case .int8: "Int8"
+        case .int16: "Int16"
+        case .int32: "Int32"
+        case .int64: "Int64"
+        case .uint8: "UInt8"
+        case .uint16: "UInt16"
+        case .uint32: "UInt32"
+        case .uint64: "UInt64"
+        case .float: "Float"
+        case .double: "Double"
+        case .string: "String"
+        case .date: "Date"
+        case .bytes: "bytes"
+        }
+    }
+
+    /// The wire type this property's non-nil values are written with.
+    @inlinable
+    var wireType: WireType {
+        switch self {
+        case .bool, .int8, .int16, .int32, .int64, .uint8, .uint16, .uint32, .uint64: .varint
+        case .float: .fixed32
+        case .double, .date: .fixed64
+        case .string, .bytes: .lengthDelimited
+        }
+    }
+}

@@ -1,0 +1,298 @@
+import StrataStorage
+
+/// Stores and reads the objects of one entity type. Get one with ``Store/box(for:)``; it is a
+/// cheap value, `Sendable`, usable from any thread.
+///
+/// Every call runs in the transaction open on the calling thread (``Store/runInTransaction(_:)``
+/// or ``Store/runInReadOnlyTransaction(_:)``), or in one of its own.
+///
+/// ```swift
+/// let customers = store.box(for: Customer.self)
+/// let id = try customers.put(Customer(name: "Ada"))      // sets the object's id
+/// let ada = try customers.get(id)
+/// let n = try customers.count()
+/// try customers.remove(id)
+/// ```
+public struct Box<T: Entity>: Sendable {
+    /// The store this box writes to.
+    public let store: Store
+    private let resolved: Result<EntityBinding, StrataError>
+
+    init(store: Store, binding: Result<EntityBinding, StrataError>) {
+        self.store = store
+        resolved = binding
+    }
+
+    private func binding() throws(StrataError) -> EntityBinding {
+        try store.checkOpen()
+        return try resolved.get()
+    }
+
+    // MARK: writing
+
+    /// Inserts `object` (id 0: it gets the next id, written back into a class instance) or
+    /// updates the stored object with its id. Returns the id. For a struct, use
+    /// ``put(_:mode:)-(inout T, _)`` to get the id written back.
+    ///
+    /// A set id that is not stored is an error (``StrataError/objectNotFound(entity:id:)``)
+    /// unless `mode` is ``PutMode/insert``.
+    @discardableResult
+    public func put(_ object: T, mode: PutMode = .put) throws(StrataError) -> Id {
+        var copy = object
+        return try put(&copy, mode: mode)
+    }
+
+    /// Inserts or updates `object` and writes its id back into it.
+    ///
+    /// ```swift
+    /// var note = Note(text: "hi")
+    /// try notes.put(&note)        // note.id != 0 now
+    /// ```
+    @discardableResult
+    public func put(_ object: inout T, mode: PutMode = .put) throws(StrataError) -> Id {
+        let b = try binding()
+        return try store.write { t in try store(&object, mode: mode, binding: b, in: t) }
+    }
+
+    /// Puts all `objects` in one transaction; returns their ids in order.
+    @discardableResult
+    public func put(_ objects: [T], mode: PutMode = .put) throws(StrataError) -> [Id] {
+        let b = try binding()
+        return try store.write { t in
+            var ids: [Id] = []
+            ids.reserveCapacity(objects.count)
+            for object in objects {
+                var copy = object
+                ids.append(try store(&copy, mode: mode, binding: b, in: t))
+            }
+            return ids
+        }
+    }
+
+    /// Puts all `objects` in one transaction and writes their ids back.
+    @discardableResult
+    public func put(_ objects: inout [T], mode: PutMode = .put) throws(StrataError) -> [Id] {
+        let b = try binding()
+        return try store.write { t in
+            var ids: [Id] = []
+            ids.reserveCapacity(objects.count)
+            for i in objects.indices { ids.append(try store(&objects[i], mode: mode, binding: b, in: t)) }
+            return ids
+        }
+    }
+
+    private func store(_ object: inout T, mode: PutMode, binding b: EntityBinding, in t: Transaction) throws(StrataError) -> Id {
+        b.encode(object, into: &t.scratch)
+        guard t.scratch.count <= ObjectFormat.maxObjectBytes else {
+            throw .objectTooLarge(entity: b.name, size: t.scratch.count, limit: ObjectFormat.maxObjectBytes)
+        }
+        var id = object.id
+        let assigned = id == 0
+        if assigned {
+            guard mode != .update else { throw .invalidId(entity: b.name) }
+            guard b.lastId < Id.max else { throw .objectExists(entity: b.name, id: Id.max) }
+            id = b.lastId + 1
+            b.lastId = id
+            t.counterAdvanced(b)
+        } else {
+            let stored = try exists(id, binding: b, in: t)
+            switch mode {
+            case .put, .update:
+                guard stored else { throw .objectNotFound(entity: b.name, id: id) }
+            case .insert:
+                guard !stored else { throw .objectExists(entity: b.name, id: id) }
+                if id > b.lastId {
+                    b.lastId = id
+                    t.counterAdvanced(b)
+                }
+            }
+        }
+        t.scratch.withUnsafeBytes { t.put(ObjectKey(entityId: b.entityId, id: id), value: $0) }
+        if assigned {
+            object.id = id
+            if T.self is AnyObject.Type { t.assigned(object as AnyObject) }
+        }
+        return id
+    }
+
+    /// Removes the object with `id`; returns whether it was stored.
+    @discardableResult
+    public func remove(_ id: Id) throws(StrataError) -> Bool {
+        let b = try binding()
+        guard id != 0 else { throw .invalidId(entity: b.name) }
+        return try store.write { t in
+            guard try exists(id, binding: b, in: t) else { return false }
+            t.remove(ObjectKey(entityId: b.entityId, id: id))
+            return true
+        }
+    }
+
+    /// Removes the stored object with `object`'s id; returns whether it was stored.
+    @discardableResult
+    public func remove(_ object: T) throws(StrataError) -> Bool {
+        try remove(object.id)
+    }
+
+    /// Removes the objects with these ids in one transaction; returns how many were stored.
+    @discardableResult
+    public func remove(_ ids: [Id]) throws(StrataError) -> Int {
+        let b = try binding()
+        if ids.contains(0) { throw .invalidId(entity: b.name) }
+        return try store.write { t in
+            var n = 0
+            for id in ids where try exists(id, binding: b, in: t) {
+                t.remove(ObjectKey(entityId: b.entityId, id: id))
+                n += 1
+            }
+            return n
+        }
+    }
+
+    /// Removes every object of this type in one transaction; returns how many there were.
+    /// Ids are not reused afterwards.
+    @discardableResult
+    public func removeAll() throws(StrataError) -> Int {
+        let b = try binding()
+        return try store.write { t in
+            var ids: [Id] = []
+            try forEach(binding: b, in: t) { id, _ in ids.append(id); return true }
+            for id in ids { t.remove(ObjectKey(entityId: b.entityId, id: id)) }
+            return ids.count
+        }
+    }
+
+    // MARK: reading
+
+    /// The object with `id`, or nil.
+    public func get(_ id: Id) throws(StrataError) -> T? {
+        let b = try binding()
+        guard id != 0 else { throw .invalidId(entity: b.name) }
+        return try store.read(consistent: false) { t in try load(id, binding: b, in: t) }
+    }
+
+    /// The objects with these ids that are stored, in the order of `ids`, read from one
+    /// consistent state.
+    public func get(_ ids: [Id]) throws(StrataError) -> [T] {
+        let b = try binding()
+        if ids.contains(0) { throw .invalidId(entity: b.name) }
+        return try store.read(consistent: true) { t in
+            var out: [T] = []
+            out.reserveCapacity(ids.count)
+            for id in ids { if let o = try load(id, binding: b, in: t) { out.append(o) } }
+            return out
+        }
+    }
+
+    /// Every object of this type, by increasing id.
+    public func all() throws(StrataError) -> [T] {
+        let b = try binding()
+        return try store.read(consistent: false) { t in
+            var out: [T] = []
+            try forEach(binding: b, in: t) { id, bytes in
+                out.append(try b.decode(T.self, id: id, from: bytes))
+                return true
+            }
+            return out
+        }
+    }
+
+    /// How many objects of this type are stored.
+    public func count() throws(StrataError) -> Int {
+        let b = try binding()
+        return try store.read(consistent: false) { t in
+            var n = 0
+            try forEach(binding: b, in: t) { _, _ in n += 1; return true }
+            return n
+        }
+    }
+
+    /// Whether no object of this type is stored.
+    public func isEmpty() throws(StrataError) -> Bool {
+        let b = try binding()
+        return try store.read(consistent: false) { t in
+            var empty = true
+            try forEach(binding: b, in: t) { _, _ in empty = false; return false }
+            return empty
+        }
+    }
+
+    /// Whether an object with `id` is stored.
+    public func contains(_ id: Id) throws(StrataError) -> Bool {
+        let b = try binding()
+        guard id != 0 else { throw .invalidId(entity: b.name) }
+        return try store.read(consistent: false) { t in try exists(id, binding: b, in: t) }
+    }
+
+    // MARK: access paths
+
+    private func load(_ id: Id, binding b: EntityBinding, in t: Transaction?) throws -> T? {
+        let key = ObjectKey(entityId: b.entityId, id: id)
+        if let t, t.isWrite {
+            switch t.lookup(key) {
+            case .removed: return nil
+            case let .value(r):
+                return try t.arena.withUnsafeBytes { try b.decode(T.self, id: id, from: UnsafeRawBufferPointer(rebasing: $0[r])) }
+            case .absent: break
+            }
+        }
+        return try key.withBytes { k in
+            try store.engine.withValue(forKey: k, in: store.objects, snapshot: t?.snapshot) { v in
+                try b.decode(T.self, id: id, from: v)
+            }
+        }
+    }
+
+    private func exists(_ id: Id, binding b: EntityBinding, in t: Transaction?) throws(StrataError) -> Bool {
+        let key = ObjectKey(entityId: b.entityId, id: id)
+        if let t, t.isWrite {
+            switch t.lookup(key) {
+            case .removed: return false
+            case .value: return true
+            case .absent: break
+            }
+        }
+        do {
+            return try key.withBytes { k in
+                try store.engine.withValue(forKey: k, in: store.objects, snapshot: t?.snapshot) { _ in true }
+            } ?? false
+        } catch {
+            throw StrataError(error)
+        }
+    }
+
+    /// Visits this entity's objects by increasing id, merging a write transaction's pending
+    /// writes over the engine's state, until `body` returns false. `body` must not write.
+    private func forEach(binding b: EntityBinding, in t: Transaction?,
+                         _ body: (Id, UnsafeRawBufferPointer) throws -> Bool) throws {
+        let pending = (t?.isWrite ?? false) ? t!.pendingObjects(entityId: b.entityId) : []
+        var p = 0
+        let it = try store.engine.makeIterator(in: store.objects, prefix: ObjectKey.prefix(entityId: b.entityId),
+                                               snapshot: t?.snapshot)
+        try it.seekToFirst()
+        // Emits pending entries below `limit` (all of them when nil); false when body stops.
+        func drainPending(below limit: Id?) throws -> Bool {
+            while p < pending.count, limit.map({ pending[p].id < $0 }) ?? true {
+                let entry = pending[p]
+                p += 1
+                if let r = entry.value {
+                    let more = try t!.arena.withUnsafeBytes { try body(entry.id, UnsafeRawBufferPointer(rebasing: $0[r])) }
+                    if !more { return false }
+                }
+            }
+            return true
+        }
+        while it.isValid {
+            let id = ObjectKey.id(fromKey: it.key)
+            guard try drainPending(below: id) else { return }
+            if p < pending.count, pending[p].id == id {
+                // The transaction's own write replaces (or removes) the stored object.
+                guard try drainPending(below: id + 1) else { return }
+                try it.next()
+                continue
+            }
+            guard try body(id, it.value) else { return }
+            try it.next()
+        }
+        _ = try drainPending(below: nil)
+    }
+}

@@ -1,0 +1,48 @@
+/// One entity type as this open store knows it: its stored id and the mapping between the
+/// type's declared properties and the stored property ids. Made once per type per store.
+final class EntityBinding: @unchecked Sendable {
+    let name: String
+    let entityId: UInt32
+    /// Declared position → stored property id.
+    let propertyIds: [UInt32]
+    /// Stored property id → declared position, or -1.
+    let fieldMap: [Int32]
+    let typeIdentifier: ObjectIdentifier
+    /// The last object id assigned. Read and written only by the transaction holding the
+    /// store's write lock (hence `@unchecked Sendable`).
+    var lastId: Id
+
+    init(name: String, entityId: UInt32, propertyIds: [UInt32], typeIdentifier: ObjectIdentifier, lastId: Id) {
+        self.name = name
+        self.entityId = entityId
+        self.propertyIds = propertyIds
+        var map = [Int32](repeating: -1, count: Int(propertyIds.max() ?? 0) + 1)
+        for (position, id) in propertyIds.enumerated() { map[Int(id)] = Int32(position) }
+        fieldMap = map
+        self.typeIdentifier = typeIdentifier
+        self.lastId = lastId
+    }
+
+    /// Encodes `object` into `buffer` (reused between calls).
+    func encode<T: Entity>(_ object: T, into buffer: inout [UInt8]) {
+        propertyIds.withUnsafeBufferPointer { ids in
+            var writer = ObjectWriter(taking: &buffer, propertyIds: ids)
+            object._strataEncode(to: &writer)
+            swap(&buffer, &writer.bytes)
+        }
+    }
+
+    /// Decodes stored bytes; decoding failures name the entity and id.
+    func decode<T: Entity>(_ type: T.Type, id: Id, from bytes: UnsafeRawBufferPointer) throws(StrataError) -> T {
+        do {
+            return try fieldMap.withUnsafeBufferPointer { map in
+                var reader = try ObjectReader(bytes: bytes, fieldMap: map)
+                return try T._strataDecode(id: id, from: &reader)
+            }
+        } catch let failure as CodecFailure {
+            throw .corruptObject(entity: name, id: id, reason: failure.reason)
+        } catch {
+            throw StrataError(error)
+        }
+    }
+}

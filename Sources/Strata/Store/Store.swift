@@ -1,0 +1,270 @@
+import StrataStorage
+
+/// An open object database in a directory: the entry point for boxes and transactions.
+///
+/// One process opens a directory at a time; a second `Store` on the same directory, in this
+/// process or another, fails with ``StrataError/storage(_:)`` wrapping `StorageError.locked`.
+/// A store is `Sendable`: boxes and transactions may be used from many threads at once. Writes
+/// are serialised; reads never block and always see a committed state.
+///
+/// ```swift
+/// let store = try Store(directoryPath: "/tmp/shop")
+/// let customers = store.box(for: Customer.self)
+/// let id = try customers.put(Customer(name: "Ada"))
+/// try store.runInTransaction {
+///     let c = try customers.get(id)!
+///     c.name = "Ada L."
+///     try customers.put(c)
+/// }
+/// store.close()
+/// ```
+public final class Store: @unchecked Sendable {
+    /// The store's directory.
+    public let directoryPath: String
+    /// The durability every transaction commits with.
+    public let durability: Durability
+    /// Whether the store was opened read-only.
+    public let isReadOnly: Bool
+
+    let engine: Engine
+    let objects: KeySpace
+    let meta: KeySpace
+    /// Serialises write transactions.
+    private let writeLock = ConditionLock()
+    private let catalog: LockedValue<Catalog>
+
+    /// The entity records as persisted, and the bindings made from them in this session.
+    private struct Catalog {
+        var records: [String: EntityRecord] = [:]
+        var lastIds: [UInt32: Id] = [:]
+        var bindings: [ObjectIdentifier: Result<EntityBinding, StrataError>] = [:]
+        var boundNames: [String: ObjectIdentifier] = [:]
+        var nextEntityId: UInt32 = 1
+    }
+
+    /// Opens the store in `directoryPath`, creating the directory and the store if missing.
+    ///
+    /// Throws ``StrataError/unsupportedFormatVersion(found:supported:)`` for a store written by
+    /// a newer Strata, and ``StrataError/storage(_:)`` when the engine cannot open it (locked,
+    /// damaged, not writable).
+    public init(directoryPath: String, options: StoreOptions = StoreOptions()) throws(StrataError) {
+        var engineOptions = options.engine
+        engineOptions.durability = options.durability
+        engineOptions.readOnly = options.readOnly
+        engineOptions.keySpaces = options.readOnly ? [] : [ObjectFormat.objectsKeySpace, ObjectFormat.metaKeySpace]
+        do {
+            let engine = try Engine.open(directory: directoryPath, options: engineOptions)
+            self.engine = engine
+            do {
+                objects = try Self.keySpace(ObjectFormat.objectsKeySpace, in: engine)
+                meta = try Self.keySpace(ObjectFormat.metaKeySpace, in: engine)
+                catalog = LockedValue(try Self.loadCatalog(engine: engine, meta: meta, readOnly: options.readOnly,
+                                                           durability: options.durability))
+            } catch {
+                engine.close()
+                throw error
+            }
+        } catch {
+            throw StrataError(error)
+        }
+        self.directoryPath = directoryPath
+        durability = options.durability
+        isReadOnly = options.readOnly
+    }
+
+    deinit { engine.close() }
+
+    private static func keySpace(_ name: String, in engine: Engine) throws -> KeySpace {
+        if let ks = engine.existingKeySpace(named: name) { return ks }
+        guard !engine.isReadOnly else { throw StorageError.notAStore(path: engine.directory) }
+        return try engine.keySpace(named: name)
+    }
+
+    private static func loadCatalog(engine: Engine, meta: KeySpace, readOnly: Bool, durability: Durability) throws -> Catalog {
+        var catalog = Catalog()
+        let formatKey = MetaKey.format.key()
+        if let raw = try engine.get(formatKey, in: meta) {
+            guard raw.count == 4 else { throw StrataError.corruptCatalog(reason: "format record has \(raw.count) bytes") }
+            let found = raw.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)) }
+            guard found <= ObjectFormat.version else {
+                throw StrataError.unsupportedFormatVersion(found: found, supported: ObjectFormat.version)
+            }
+        } else if !readOnly {
+            var batch = WriteBatch()
+            withUnsafeBytes(of: ObjectFormat.version.littleEndian) { v in
+                formatKey.withUnsafeBytes { batch.put($0, v, in: meta) }
+            }
+            try engine.write(batch, durability: durability)
+        }
+        for (key, value) in try engine.scan(meta) {
+            guard key.count == 5, let kind = MetaKey(rawValue: key[0]) else { continue }
+            let entityId = key[1...].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            switch kind {
+            case .entity:
+                guard let record = EntityRecord(entityId: entityId, bytes: value) else {
+                    throw StrataError.corruptCatalog(reason: "entity record \(entityId) does not parse")
+                }
+                catalog.records[record.name] = record
+                catalog.nextEntityId = max(catalog.nextEntityId, entityId + 1)
+            case .lastId:
+                guard value.count == 8 else { throw StrataError.corruptCatalog(reason: "id counter of entity \(entityId)") }
+                catalog.lastIds[entityId] = value.withUnsafeBytes { Id(littleEndian: $0.loadUnaligned(as: Id.self)) }
+            case .format:
+                continue
+            }
+        }
+        return catalog
+    }
+
+    /// Closes the store. Later calls on it, its boxes and transactions throw
+    /// ``StrataError/storeClosed``. Closing twice is harmless.
+    public func close() {
+        engine.close()
+    }
+
+    /// Whether ``close()`` was called.
+    public var isClosed: Bool { !engine.isOpen }
+
+    func checkOpen() throws(StrataError) {
+        if !engine.isOpen { throw .storeClosed }
+    }
+
+    /// The box that stores objects of `type`.
+    ///
+    /// The first call for a type matches its declared schema against the persisted one and
+    /// records what changed (new properties, renames, removals). If they conflict (a property
+    /// changed type), every operation of the returned box throws the reason.
+    ///
+    /// ```swift
+    /// let notes = store.box(for: Note.self)
+    /// ```
+    public func box<T: Entity>(for type: T.Type) -> Box<T> {
+        Box(store: self, binding: binding(for: type))
+    }
+
+    func binding<T: Entity>(for type: T.Type) -> Result<EntityBinding, StrataError> {
+        let typeId = ObjectIdentifier(type)
+        return catalog.withLock { c in
+            if let b = c.bindings[typeId] { return b }
+            let result = Result { () throws(StrataError) in try makeBinding(T.self, catalog: &c) }
+            // Transient failures (closed store, I/O) are retried at the next call; schema
+            // conflicts are final for this session.
+            if case let .failure(e) = result, case .storage = e { return result }
+            if case .failure(.storeClosed) = result { return result }
+            c.bindings[typeId] = result
+            return result
+        }
+    }
+
+    private func makeBinding<T: Entity>(_ type: T.Type, catalog c: inout Catalog) throws(StrataError) -> EntityBinding {
+        let schema = T._strataSchema
+        let typeId = ObjectIdentifier(type)
+        if let other = c.boundNames[schema.name], other != typeId { throw .duplicateEntityName(schema.name) }
+        let existing = c.records[schema.name]
+            ?? EntityRecord(entityId: c.nextEntityId, name: schema.name, lastPropertyId: 0, properties: [])
+        let (record, ids) = try existing.reconciled(with: schema)
+        if record != c.records[schema.name] && !isReadOnly {
+            var batch = WriteBatch()
+            batch.put(MetaKey.entity.key(entity: record.entityId), record.encoded(), in: meta)
+            do { try engine.write(batch, durability: durability) } catch { throw StrataError(error) }
+        }
+        c.records[schema.name] = record
+        c.nextEntityId = max(c.nextEntityId, record.entityId + 1)
+        c.boundNames[schema.name] = typeId
+        return EntityBinding(name: schema.name, entityId: record.entityId, propertyIds: ids, typeIdentifier: typeId,
+                             lastId: c.lastIds[record.entityId] ?? 0)
+    }
+
+    /// Runs `body` in one atomic write transaction: everything it writes through boxes is
+    /// committed together when it returns, or not at all if it throws. Transactions nest by
+    /// joining: a nested call runs in the outer transaction, and if it throws, the outer one
+    /// rolls back even when its code catches the error.
+    ///
+    /// ```swift
+    /// try store.runInTransaction {
+    ///     try customers.put(alice)
+    ///     try notes.put(&note)
+    /// }
+    /// ```
+    @discardableResult
+    public func runInTransaction<R>(_ body: () throws -> R) throws -> R {
+        if let current = TransactionContext.current(for: self) {
+            guard current.isWrite else { throw StrataError.readOnly }
+            do {
+                return try body()
+            } catch {
+                current.abort(reason: "\(error)")
+                throw error
+            }
+        }
+        guard !isReadOnly else { throw StrataError.readOnly }
+        guard engine.isOpen else { throw StrataError.storeClosed }
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        let transaction = Transaction(store: self, kind: .write, snapshot: nil)
+        TransactionContext.push(transaction)
+        let result: R
+        do {
+            result = try body()
+        } catch {
+            TransactionContext.pop()
+            transaction.rollback()
+            throw error
+        }
+        TransactionContext.pop()
+        if let reason = transaction.abortReason {
+            transaction.rollback()
+            throw StrataError.transactionAborted(reason: reason)
+        }
+        do {
+            try transaction.commit(durability: durability)
+        } catch {
+            transaction.rollback()
+            throw StrataError(error)
+        }
+        return result
+    }
+
+    /// Runs `body` against one consistent snapshot: every read inside sees the same committed
+    /// state, whatever other threads commit meanwhile. Inside a write transaction it joins it
+    /// (and sees its uncommitted writes). Writes inside throw ``StrataError/readOnly``.
+    ///
+    /// ```swift
+    /// let (n, all) = try store.runInReadOnlyTransaction { (try customers.count(), try customers.all()) }
+    /// ```
+    @discardableResult
+    public func runInReadOnlyTransaction<R>(_ body: () throws -> R) throws -> R {
+        if TransactionContext.current(for: self) != nil { return try body() }
+        let snapshot: Snapshot
+        do { snapshot = try engine.snapshot() } catch { throw StrataError(error) }
+        defer { snapshot.release() }
+        TransactionContext.push(Transaction(store: self, kind: .read, snapshot: snapshot))
+        defer { TransactionContext.pop() }
+        return try body()
+    }
+
+    /// Runs `body` in the current write transaction, or in a new one.
+    func write<R>(_ body: (Transaction) throws -> R) throws(StrataError) -> R {
+        do {
+            if let t = TransactionContext.current(for: self) {
+                guard t.isWrite else { throw StrataError.readOnly }
+                return try body(t)
+            }
+            return try runInTransaction { try body(TransactionContext.current(for: self)!) }
+        } catch {
+            throw StrataError(error)
+        }
+    }
+
+    /// Runs `body` with the current transaction, or a new read transaction when `consistent`
+    /// (several reads that must agree), or none (one read of the latest state).
+    func read<R>(consistent: Bool, _ body: (Transaction?) throws -> R) throws(StrataError) -> R {
+        do {
+            if let t = TransactionContext.current(for: self) { return try body(t) }
+            if consistent { return try runInReadOnlyTransaction { try body(TransactionContext.current(for: self)) } }
+            return try body(nil)
+        } catch {
+            throw StrataError(error)
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import StrataStorage
+
+/// Every failure of the object layer. Each case names what a person needs to act on: the
+/// entity, the property, the id, the limit.
+///
+/// ```swift
+/// do { _ = try customers.put(customer) }
+/// catch StrataError.objectNotFound(let entity, let id) { print("\(entity) \(id) was removed") }
+/// ```
+public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The store was closed.
+    case storeClosed
+    /// An id of 0 was passed where a stored object's id is needed.
+    case invalidId(entity: String)
+    /// `put` of an object whose id is set but not stored (use `PutMode.insert` to store an
+    /// object under an id of your choice), or `PutMode.update` of an object not stored.
+    case objectNotFound(entity: String, id: Id)
+    /// `PutMode.insert` of an object whose id is already stored.
+    case objectExists(entity: String, id: Id)
+    /// An encoded object is larger than the store takes.
+    case objectTooLarge(entity: String, size: Int, limit: Int)
+    /// A property kept its name but changed its type since the store last saw the entity. Give
+    /// the new property a new name to start it fresh (old values are then dropped).
+    case schemaMismatch(entity: String, property: String, stored: String, declared: String)
+    /// Two different Swift types claim the same entity name.
+    case duplicateEntityName(String)
+    /// Stored bytes of an object do not decode.
+    case corruptObject(entity: String, id: Id, reason: String)
+    /// The store's catalog does not read.
+    case corruptCatalog(reason: String)
+    /// The store was written by a newer object format than this build reads.
+    case unsupportedFormatVersion(found: UInt32, supported: UInt32)
+    /// A write on a store opened read-only, or inside `runInReadOnlyTransaction`.
+    case readOnly
+    /// The transaction was rolled back because code inside it (a nested transaction) threw.
+    case transactionAborted(reason: String)
+    /// The storage engine failed: I/O, a lock held by another process, damaged files.
+    case storage(StorageError)
+
+    public var description: String {
+        switch self {
+        case .storeClosed: "the store is closed"
+        case let .invalidId(entity): "id 0 given for \(entity): 0 means \"not stored\""
+        case let .objectNotFound(entity, id): "\(entity) with id \(id) is not stored"
+        case let .objectExists(entity, id): "\(entity) with id \(id) is already stored"
+        case let .objectTooLarge(entity, size, limit): "\(entity) object of \(size) bytes is over the limit of \(limit)"
+        case let .schemaMismatch(entity, property, stored, declared):
+            "\(entity).\(property) is declared as \(declared) but stored as \(stored); rename the property to start it fresh"
+        case let .duplicateEntityName(name): "two types are declared as entity \"\(name)\""
+        case let .corruptObject(entity, id, reason): "\(entity) with id \(id) does not decode: \(reason)"
+        case let .corruptCatalog(reason): "the store's catalog is damaged: \(reason)"
+        case let .unsupportedFormatVersion(found, supported):
+            "the store has object format version \(found); this build reads up to \(supported)"
+        case .readOnly: "write refused: the store or transaction is read-only"
+        case let .transactionAborted(reason): "transaction rolled back: \(reason)"
+        case let .storage(e): e.description
+        }
+    }
+
+    /// Maps engine errors into this type; a closed engine is a closed store.
+    init(_ error: any Error) {
+        switch error {
+        case let e as StrataError: self = e
+        case StorageError.closed: self = .storeClosed
+        case let e as StorageError: self = .storage(e)
+        default: self = .transactionAborted(reason: "\(error)")
+        }
+    }
+}

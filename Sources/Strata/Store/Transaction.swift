@@ -1,0 +1,122 @@
+import StrataStorage
+
+/// One transaction of a store. A read transaction pins a snapshot. A write transaction holds
+/// the store's write lock and collects its writes in memory; reads inside it see those writes
+/// first; `commit` writes them all in one atomic engine batch.
+final class Transaction {
+    enum Kind { case read, write }
+
+    /// One pending write: the newest value of a key in this transaction, or a removal.
+    private struct Pending {
+        var key: ObjectKey
+        /// Range in `arena`; nil for a removal.
+        var value: Range<Int>?
+    }
+
+    enum Lookup {
+        case absent
+        case removed
+        case value(Range<Int>)
+    }
+
+    let store: Store
+    let kind: Kind
+    /// The state reads see: a snapshot for read transactions; nil (latest) for write
+    /// transactions, since the write lock keeps every other writer out.
+    let snapshot: Snapshot?
+
+    private var pending: [Pending] = []
+    private var pendingIndex: [ObjectKey: Int] = [:]
+    private(set) var arena: [UInt8] = []
+    /// Encoding buffer, reused for every object of the transaction.
+    var scratch: [UInt8] = []
+    /// Entities whose id counter moved; their counters are written with the commit.
+    private var advancedCounters: [UInt32: EntityBinding] = [:]
+    /// Class objects whose id this transaction assigned: reset to 0 if it rolls back.
+    private var assignedObjects: [AnyObject] = []
+    /// Set when code inside a joined (nested) transaction threw: the whole transaction rolls back.
+    private(set) var abortReason: String?
+
+    init(store: Store, kind: Kind, snapshot: Snapshot?) {
+        self.store = store
+        self.kind = kind
+        self.snapshot = snapshot
+    }
+
+    var isWrite: Bool { kind == .write }
+
+    func lookup(_ key: ObjectKey) -> Lookup {
+        guard let i = pendingIndex[key] else { return .absent }
+        return pending[i].value.map(Lookup.value) ?? .removed
+    }
+
+    /// Records `value` as the new content of `key`.
+    func put(_ key: ObjectKey, value: UnsafeRawBufferPointer) {
+        let start = arena.count
+        arena.append(contentsOf: value)
+        record(Pending(key: key, value: start..<arena.count))
+    }
+
+    func remove(_ key: ObjectKey) {
+        record(Pending(key: key, value: nil))
+    }
+
+    private func record(_ p: Pending) {
+        if let i = pendingIndex[p.key] {
+            pending[i] = p
+        } else {
+            pendingIndex[p.key] = pending.count
+            pending.append(p)
+        }
+    }
+
+    /// Pending writes of one entity, sorted by id: what range reads merge with the engine's.
+    func pendingObjects(entityId: UInt32) -> [(id: Id, value: Range<Int>?)] {
+        pending.lazy.filter { $0.key.entityId == entityId }.map { ($0.key.id, $0.value) }.sorted { $0.id < $1.id }
+    }
+
+    func counterAdvanced(_ binding: EntityBinding) {
+        advancedCounters[binding.entityId] = binding
+    }
+
+    func assigned(_ object: AnyObject) {
+        assignedObjects.append(object)
+    }
+
+    func abort(reason: String) {
+        if abortReason == nil { abortReason = reason }
+    }
+
+    /// Writes everything in one atomic batch, with the id counters that moved.
+    func commit(durability: Durability) throws {
+        if pending.isEmpty && advancedCounters.isEmpty { return }
+        var batch = WriteBatch()
+        arena.withUnsafeBytes { arenaBytes in
+            for p in pending {
+                p.key.withBytes { k in
+                    if let r = p.value {
+                        batch.put(k, UnsafeRawBufferPointer(rebasing: arenaBytes[r]), in: store.objects)
+                    } else {
+                        batch.delete(k, in: store.objects)
+                    }
+                }
+            }
+        }
+        for (entityId, binding) in advancedCounters {
+            withUnsafeBytes(of: binding.lastId.littleEndian) { v in
+                MetaKey.lastId.key(entity: entityId).withUnsafeBytes { batch.put($0, v, in: store.meta) }
+            }
+        }
+        try store.engine.write(batch, durability: durability)
+    }
+
+    /// Undoes what the transaction did outside the store: ids it gave to class objects.
+    func rollback() {
+        for object in assignedObjects {
+            if var entity = object as? any Entity { entity.id = 0 }
+        }
+        assignedObjects.removeAll()
+        pending.removeAll()
+        pendingIndex.removeAll()
+    }
+}

@@ -1,0 +1,78 @@
+import SwiftDiagnostics
+
+/// Every declaration error `@Entity` reports, with the message the user sees.
+enum EntityDiagnostic: DiagnosticMessage {
+    case notClassOrStruct
+    case classNotFinal(String)
+    case generic(String)
+    case missingId(String)
+    case idWrongType(String)
+    case idIsLet
+    case letProperty(String)
+    case lazyProperty(String)
+    case noDefault(String)
+    case unsupportedType(property: String, type: String)
+    case unsupportedPattern
+    case markerOnNonProperty(String)
+    case renamedArgument
+    case entityNameArgument
+    case duplicateRename(String)
+
+    var message: String {
+        switch self {
+        case .notClassOrStruct:
+            "@Entity applies to a final class or a struct"
+        case let .classNotFinal(name):
+            "@Entity class '\(name)' must be final: the store creates instances of exactly this class"
+        case let .generic(name):
+            "@Entity type '\(name)' cannot be generic: the store needs one schema per entity"
+        case let .missingId(name):
+            "@Entity type '\(name)' needs an id property: add 'var id: Id = 0'"
+        case .idWrongType:
+            "the id property must be declared as 'var id: Id = 0' (Id is UInt64)"
+        case .idIsLet:
+            "the id property must be a 'var': put assigns it"
+        case let .letProperty(name):
+            "stored property '\(name)' is a 'let': the store sets properties when it reads an object; make it a 'var' or mark it @Transient"
+        case let .lazyProperty(name):
+            "lazy property '\(name)' cannot be stored; mark it @Transient"
+        case let .noDefault(name):
+            "stored property '\(name)' needs a default value (objects stored before it existed read it as that default), or the type needs an 'init()'"
+        case let .unsupportedType(property, type):
+            "property '\(property)' has type '\(type)', which Strata cannot store; use Bool, Int, Int8…Int64, UInt8…UInt64, Float, Double, String, Date, Data, [UInt8], a RawRepresentable enum over those, or an optional of one, or mark it @Transient"
+        case .unsupportedPattern:
+            "declare one stored property per name ('var a = 0'); tuple patterns cannot be stored"
+        case let .markerOnNonProperty(name):
+            "@\(name) applies to a stored property of an @Entity type"
+        case .renamedArgument:
+            "@Renamed needs the old name as a string literal: @Renamed(from: \"oldName\")"
+        case .entityNameArgument:
+            "@Entity(name:) needs a non-empty string literal"
+        case let .duplicateRename(name):
+            "two properties claim the stored name '\(name)'"
+        }
+    }
+
+    var diagnosticID: MessageID {
+        let id: String = switch self {
+        case .notClassOrStruct: "notClassOrStruct"
+        case .classNotFinal: "classNotFinal"
+        case .generic: "generic"
+        case .missingId: "missingId"
+        case .idWrongType: "idWrongType"
+        case .idIsLet: "idIsLet"
+        case .letProperty: "letProperty"
+        case .lazyProperty: "lazyProperty"
+        case .noDefault: "noDefault"
+        case .unsupportedType: "unsupportedType"
+        case .unsupportedPattern: "unsupportedPattern"
+        case .markerOnNonProperty: "markerOnNonProperty"
+        case .renamedArgument: "renamedArgument"
+        case .entityNameArgument: "entityNameArgument"
+        case .duplicateRename: "duplicateRename"
+        }
+        return MessageID(domain: "Strata", id: id)
+    }
+
+    var severity: DiagnosticSeverity { .error }
+}

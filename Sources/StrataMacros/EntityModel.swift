@@ -1,0 +1,225 @@
+import SwiftDiagnostics
+import SwiftSyntax
+
+/// What `@Entity` learned from a declaration: everything the generated code needs, or the
+/// diagnostics that explain why nothing can be generated.
+struct EntityModel {
+    enum Kind { case finalClass, structure }
+
+    struct StoredProperty {
+        /// The Swift name.
+        var name: String
+        /// The name the property was stored under before a rename, from `@Renamed(from:)`.
+        var renamedFrom: String?
+    }
+
+    var typeName: String
+    var entityName: String
+    var kind: Kind
+    /// "public ", "package " or "": generated members match the type's own access.
+    var accessPrefix: String
+    /// Stored properties in declaration order, without `id`.
+    var properties: [StoredProperty]
+    /// The type declares initializers but none callable without arguments: the macro adds `init()`.
+    var needsNoArgumentInit: Bool
+
+    /// Reads `declaration`; returns nil and fills `diagnostics` when it cannot be an entity.
+    static func analyze(attribute: AttributeSyntax, declaration: some DeclGroupSyntax,
+                        diagnostics: inout [Diagnostic]) -> EntityModel? {
+        let typeName: String
+        let kind: Kind
+        let modifiers: DeclModifierListSyntax
+        if let c = declaration.as(ClassDeclSyntax.self) {
+            typeName = c.name.text
+            kind = .finalClass
+            modifiers = c.modifiers
+            if !c.modifiers.contains(where: { $0.name.tokenKind == .keyword(.final) }) {
+                diagnostics.append(Diagnostic(node: c.name, message: EntityDiagnostic.classNotFinal(typeName)))
+            }
+            if c.genericParameterClause != nil {
+                diagnostics.append(Diagnostic(node: c.name, message: EntityDiagnostic.generic(typeName)))
+            }
+        } else if let s = declaration.as(StructDeclSyntax.self) {
+            typeName = s.name.text
+            kind = .structure
+            modifiers = s.modifiers
+            if s.genericParameterClause != nil {
+                diagnostics.append(Diagnostic(node: s.name, message: EntityDiagnostic.generic(typeName)))
+            }
+        } else {
+            diagnostics.append(Diagnostic(node: attribute, message: EntityDiagnostic.notClassOrStruct))
+            return nil
+        }
+
+        var entityName = typeName
+        if case let .argumentList(args)? = attribute.arguments, let first = args.first {
+            if first.label?.text == "name", let literal = stringLiteral(first.expression), !literal.isEmpty {
+                entityName = literal
+            } else {
+                diagnostics.append(Diagnostic(node: first, message: EntityDiagnostic.entityNameArgument))
+            }
+        }
+
+        let accessPrefix: String =
+            if modifiers.contains(where: { [.keyword(.public), .keyword(.open)].contains($0.name.tokenKind) }) {
+                "public "
+            } else if modifiers.contains(where: { $0.name.tokenKind == .keyword(.package) }) {
+                "package "
+            } else {
+                ""
+            }
+
+        // Initializers: decoding calls `init()`, so one must exist; the macro adds it only
+        // where the user's own initializers hide the implicit one.
+        var hasDesignatedInit = false
+        var hasNoArgumentInit = false
+        for member in declaration.memberBlock.members {
+            guard let initializer = member.decl.as(InitializerDeclSyntax.self) else { continue }
+            let isConvenience = initializer.modifiers.contains { $0.name.tokenKind == .keyword(.convenience) }
+            if kind == .structure || !isConvenience { hasDesignatedInit = true }
+            if initializer.signature.parameterClause.parameters.allSatisfy({ $0.defaultValue != nil }) {
+                hasNoArgumentInit = true
+            }
+        }
+
+        var properties: [StoredProperty] = []
+        var sawId = false
+        for member in declaration.memberBlock.members {
+            guard let variable = member.decl.as(VariableDeclSyntax.self) else { continue }
+            if variable.modifiers.contains(where: { [.keyword(.static), .keyword(.class)].contains($0.name.tokenKind) }) {
+                continue
+            }
+            let isTransient = hasAttribute(variable, named: "Transient")
+            let isLet = variable.bindingSpecifier.tokenKind == .keyword(.let)
+            let isLazy = variable.modifiers.contains { $0.name.tokenKind == .keyword(.lazy) }
+            var renamedFrom: String?
+            if let renamed = findAttribute(variable, named: "Renamed") {
+                if case let .argumentList(args)? = renamed.arguments, let first = args.first,
+                   first.label?.text == "from", let old = stringLiteral(first.expression), !old.isEmpty {
+                    renamedFrom = old
+                } else {
+                    diagnostics.append(Diagnostic(node: renamed, message: EntityDiagnostic.renamedArgument))
+                }
+            }
+            for binding in variable.bindings {
+                if isComputed(binding) { continue }
+                guard let pattern = binding.pattern.as(IdentifierPatternSyntax.self) else {
+                    if !isTransient { diagnostics.append(Diagnostic(node: binding.pattern, message: EntityDiagnostic.unsupportedPattern)) }
+                    continue
+                }
+                let name = pattern.identifier.text.trimmingCharacters(in: "`")
+                let type = binding.typeAnnotation?.type
+                if !hasNoArgumentInit && binding.initializer == nil && !(type.map(isOptional) ?? false) && !isLazy {
+                    diagnostics.append(Diagnostic(node: binding.pattern, message: EntityDiagnostic.noDefault(name)))
+                }
+                if isTransient { continue }
+                if name == "id" {
+                    sawId = true
+                    if isLet { diagnostics.append(Diagnostic(node: variable.bindingSpecifier, message: EntityDiagnostic.idIsLet)) }
+                    let typeText = type?.trimmedDescription
+                    if !["Id", "UInt64", "Strata.Id", "Swift.UInt64"].contains(typeText ?? "") {
+                        diagnostics.append(Diagnostic(node: binding.pattern, message: EntityDiagnostic.idWrongType(typeText ?? "")))
+                    }
+                    continue
+                }
+                if isLazy {
+                    diagnostics.append(Diagnostic(node: binding.pattern, message: EntityDiagnostic.lazyProperty(name)))
+                    continue
+                }
+                if isLet {
+                    diagnostics.append(Diagnostic(node: binding.pattern, message: EntityDiagnostic.letProperty(name)))
+                    continue
+                }
+                if let type, !isSupported(type) {
+                    diagnostics.append(Diagnostic(node: type, message: EntityDiagnostic.unsupportedType(property: name, type: type.trimmedDescription)))
+                    continue
+                }
+                properties.append(StoredProperty(name: name, renamedFrom: renamedFrom))
+            }
+        }
+        if !sawId {
+            diagnostics.append(Diagnostic(node: attribute, message: EntityDiagnostic.missingId(typeName)))
+        }
+        var claimed = Set<String>()
+        for p in properties {
+            for stored in [p.name] + (p.renamedFrom.map { [$0] } ?? []) where !claimed.insert(stored).inserted {
+                diagnostics.append(Diagnostic(node: attribute, message: EntityDiagnostic.duplicateRename(stored)))
+            }
+        }
+        guard diagnostics.isEmpty else { return nil }
+        return EntityModel(typeName: typeName, entityName: entityName, kind: kind, accessPrefix: accessPrefix,
+                           properties: properties, needsNoArgumentInit: hasDesignatedInit && !hasNoArgumentInit)
+    }
+
+    private static func findAttribute(_ variable: VariableDeclSyntax, named name: String) -> AttributeSyntax? {
+        for element in variable.attributes {
+            guard let a = element.as(AttributeSyntax.self) else { continue }
+            let text = a.attributeName.trimmedDescription
+            if text == name || text == "Strata.\(name)" { return a }
+        }
+        return nil
+    }
+
+    private static func hasAttribute(_ variable: VariableDeclSyntax, named name: String) -> Bool {
+        findAttribute(variable, named: name) != nil
+    }
+
+    /// A binding with a getter is computed; one with only observers (`didSet`) is stored.
+    private static func isComputed(_ binding: PatternBindingSyntax) -> Bool {
+        guard let block = binding.accessorBlock else { return false }
+        switch block.accessors {
+        case .getter: return true
+        case let .accessors(list):
+            return list.contains { [.keyword(.get), .keyword(.set), .keyword(._read), .keyword(._modify)].contains($0.accessorSpecifier.tokenKind) }
+        }
+    }
+
+    private static func stringLiteral(_ expr: ExprSyntax) -> String? {
+        guard let literal = expr.as(StringLiteralExprSyntax.self), literal.segments.count == 1,
+              case let .stringSegment(segment)? = literal.segments.first else { return nil }
+        return segment.content.text
+    }
+
+    private static func isOptional(_ type: TypeSyntax) -> Bool {
+        if type.is(OptionalTypeSyntax.self) { return true }
+        if let id = type.as(IdentifierTypeSyntax.self), id.name.text == "Optional" { return true }
+        return false
+    }
+
+    /// Rejects what can be seen to be unstorable without type information; anything else
+    /// (a user's enum, `Date`) is left to the type checker, which needs the codec's overloads.
+    private static func isSupported(_ type: TypeSyntax, insideOptional: Bool = false) -> Bool {
+        if let optional = type.as(OptionalTypeSyntax.self) {
+            return !insideOptional && isSupported(optional.wrappedType, insideOptional: true)
+        }
+        if let tuple = type.as(TupleTypeSyntax.self) {
+            guard tuple.elements.count == 1, let only = tuple.elements.first, only.firstName == nil else { return false }
+            return isSupported(only.type, insideOptional: insideOptional)
+        }
+        if let array = type.as(ArrayTypeSyntax.self) { return isByte(array.element) }
+        if let id = type.as(IdentifierTypeSyntax.self) {
+            let arguments = id.genericArgumentClause?.arguments.compactMap { $0.argument.as(TypeSyntax.self) } ?? []
+            switch id.name.text {
+            case "Array", "ContiguousArray": return arguments.count == 1 && isByte(arguments[0])
+            case "Optional":
+                return !insideOptional && arguments.count == 1 && isSupported(arguments[0], insideOptional: true)
+            case "Set", "Dictionary", "Any", "AnyObject", "Never", "Void": return false
+            default: return true
+            }
+        }
+        return type.is(MemberTypeSyntax.self)
+    }
+
+    private static func isByte(_ type: TypeSyntax) -> Bool {
+        ["UInt8", "Swift.UInt8"].contains(type.trimmedDescription)
+    }
+}
+
+private extension String {
+    func trimmingCharacters(in character: Character) -> String {
+        var s = Substring(self)
+        while s.first == character { s.removeFirst() }
+        while s.last == character { s.removeLast() }
+        return String(s)
+    }
+}
