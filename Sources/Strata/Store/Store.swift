@@ -122,6 +122,19 @@ public final class Store: @unchecked Sendable {
         engine.close()
     }
 
+    /// Compacts the whole store: drops overwritten and removed objects from disk. Runs on the
+    /// calling thread; reads and writes go on meanwhile.
+    ///
+    /// ```swift
+    /// let report = try store.compact()
+    /// print(report.bytesBefore, "→", report.bytesAfter)
+    /// ```
+    @discardableResult
+    public func compact() throws(StrataError) -> CompactionReport {
+        guard !isReadOnly else { throw .readOnly }
+        do { return try engine.compact() } catch { throw StrataError(error) }
+    }
+
     /// Whether ``close()`` was called.
     public var isClosed: Bool { !engine.isOpen }
 

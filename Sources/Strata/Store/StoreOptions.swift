@@ -27,3 +27,6 @@ public struct StoreOptions: Sendable {
 
     public init() {}
 }
+
+/// Sizes and time of a full compaction (``Store/compact()``).
+public typealias CompactionReport = StrataStorage.CompactionReport

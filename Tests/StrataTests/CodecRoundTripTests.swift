@@ -1,0 +1,142 @@
+import Foundation
+import Strata
+import Testing
+
+@Suite struct CodecRoundTripTests {
+    static let edgeValues: [Everything] = {
+        var minimum = Everything()
+        minimum.bool = false
+        minimum.int = .min
+        minimum.int8 = .min
+        minimum.int16 = .min
+        minimum.int32 = .min
+        minimum.int64 = .min
+        minimum.float = -.greatestFiniteMagnitude
+        minimum.double = -.infinity
+        minimum.date = .distantPast
+        minimum.priority = .low
+        minimum.mood = .happy
+        minimum.optionalInt = .min
+        minimum.optionalInt8 = .min
+        minimum.optionalUInt64 = 0
+        minimum.optionalFloat = .nan
+        minimum.optionalDouble = -0.0
+        minimum.optionalString = ""
+        minimum.optionalData = Data()
+        minimum.optionalBytes = []
+        minimum.optionalMood = nil
+
+        var maximum = Everything()
+        maximum.bool = true
+        maximum.int = .max
+        maximum.int8 = .max
+        maximum.int16 = .max
+        maximum.int32 = .max
+        maximum.int64 = .max
+        maximum.uint = .max
+        maximum.uint8 = .max
+        maximum.uint16 = .max
+        maximum.uint32 = .max
+        maximum.uint64 = .max
+        maximum.float = .nan
+        maximum.double = .nan
+        maximum.string = "naïve 🧪 \u{0} \n end"
+        maximum.date = .distantFuture
+        maximum.data = Data((0..<1000).map { UInt8(truncatingIfNeeded: $0 * 7) })
+        maximum.bytes = [0, 255, 128]
+        maximum.priority = .high
+        maximum.mood = .grumpy
+        maximum.optionalBool = true
+        maximum.optionalInt = .max
+        maximum.optionalInt8 = .max
+        maximum.optionalUInt64 = .max
+        maximum.optionalFloat = .infinity
+        maximum.optionalDouble = .ulpOfOne
+        maximum.optionalString = String(repeating: "x", count: 70_000)
+        maximum.optionalDate = Date(timeIntervalSinceReferenceDate: 123.456789)
+        maximum.optionalData = Data([1, 2, 3])
+        maximum.optionalBytes = [9]
+        maximum.optionalPriority = .high
+        maximum.optionalMood = .happy
+
+        var negatives = Everything()
+        negatives.int = -1
+        negatives.int8 = -1
+        negatives.int32 = -64
+        negatives.int64 = -65
+        negatives.double = .leastNonzeroMagnitude
+        negatives.float = -.leastNonzeroMagnitude
+        negatives.optionalPriority = .low
+        return [Everything(), minimum, maximum, negatives]
+    }()
+
+    @Test func everyTypeRoundTripsThroughTheStoreAndAReopen() throws {
+        let dir = TemporaryDirectory()
+        var stored = Self.edgeValues
+        do {
+            let store = try Store(directoryPath: dir.path, options: .testing())
+            let box = store.box(for: Everything.self)
+            try box.put(&stored)
+            for object in stored { #expect(try box.get(object.id) == object) }
+            store.close()
+        }
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let box = store.box(for: Everything.self)
+        #expect(try box.all() == stored)
+    }
+
+    @Test func hugeDataRoundTripsAndOversizedObjectsAreRefused() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let box = store.box(for: Everything.self)
+        var big = Everything()
+        big.data = Data(repeating: 0xAB, count: 8 << 20)
+        try box.put(&big)
+        #expect(try box.get(big.id)?.data == big.data)
+
+        var tooBig = Everything()
+        tooBig.bytes = [UInt8](repeating: 1, count: 64 << 20)
+        #expect {
+            try box.put(tooBig)
+        } throws: { error in
+            guard case let StrataError.objectTooLarge(entity, size, limit)? = error as? StrataError else { return false }
+            return entity == "Everything" && size > limit
+        }
+        // Nothing of the failed transaction is stored, and the failed put did not take an id.
+        try store.runInTransaction {
+            try box.put(Everything())
+            #expect(throws: StrataError.self) { try box.put(tooBig) }
+        }
+        #expect(try box.count() == 2)
+    }
+
+    @Test func manyObjectsAcrossFlushesAndCompaction() throws {
+        let dir = TemporaryDirectory()
+        let count = 20_000
+        do {
+            let store = try Store(directoryPath: dir.path, options: .testing(memtableBytes: 32 << 10))
+            let notes = store.box(for: Note.self)
+            for chunk in stride(from: 0, to: count, by: 1_000) {
+                try notes.put((chunk..<(chunk + 1_000)).map { Note(text: "note \($0)") })
+            }
+            // Rewrite every other object and remove every third, so compaction has work.
+            try store.runInTransaction {
+                for id in stride(from: Id(2), through: Id(count), by: 2) {
+                    try notes.put(Note(id: id, text: "rewritten \(id)"))
+                }
+                for id in stride(from: Id(3), through: Id(count), by: 3) { try notes.remove(id) }
+            }
+            let report = try store.compact()
+            #expect(report.bytesAfter < report.bytesBefore)
+            store.close()
+        }
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let notes = store.box(for: Note.self)
+        let all = try notes.all()
+        #expect(all.count == count - count / 3)
+        for note in all {
+            #expect(note.id % 3 != 0)
+            #expect(note.text == (note.id % 2 == 0 ? "rewritten \(note.id)" : "note \(note.id - 1)"))
+        }
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import Strata
+import StrataStorage
+import Testing
+
+@Suite struct TransactionTests {
+    @Test func aThrowRollsEverythingBack() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let customers = store.box(for: Customer.self)
+        let notes = store.box(for: Note.self)
+        let kept = Customer(name: "kept")
+        try customers.put(kept)
+
+        let fresh = Customer(name: "fresh")
+        #expect(throws: Boom.self) {
+            try store.runInTransaction {
+                try customers.put(fresh)
+                #expect(fresh.id == 2)
+                try notes.put(Note(text: "lost"))
+                kept.name = "changed"
+                try customers.put(kept)
+                try customers.remove(kept.id)
+                throw Boom()
+            }
+        }
+        #expect(fresh.id == 0)   // the id given inside the rolled-back transaction is taken back
+        #expect(try customers.all().map(\.name) == ["kept"])
+        #expect(try notes.isEmpty())
+        // Ids are not reused, even those of a rolled-back transaction.
+        #expect(try customers.put(fresh) == 3)
+    }
+
+    @Test func readsInsideAWriteTransactionSeeItsOwnWrites() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let notes = store.box(for: Note.self)
+        try notes.put([Note(text: "a"), Note(text: "b"), Note(text: "c")])
+        try store.runInTransaction {
+            try notes.remove(2)
+            try notes.put(Note(id: 3, text: "C"))
+            try notes.put(Note(text: "d"))
+            #expect(try notes.get(2) == nil)
+            #expect(try notes.get(3)?.text == "C")
+            #expect(try notes.contains(4))
+            #expect(try notes.count() == 3)
+            #expect(try notes.all().map(\.text) == ["a", "C", "d"])
+            #expect(try notes.get([4, 2, 1]).map(\.text) == ["d", "a"])
+            // Another thread sees none of it until the commit.
+            let outside = Thread.detachNewThreadAndWait { (try? notes.all().map(\.text)) ?? [] }
+            #expect(outside == ["a", "b", "c"])
+        }
+        #expect(try notes.all().map(\.text) == ["a", "C", "d"])
+    }
+
+    @Test func nestedTransactionsJoinAndAnInnerFailureAbortsTheOuter() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let notes = store.box(for: Note.self)
+        try store.runInTransaction {
+            try notes.put(Note(text: "outer"))
+            try store.runInTransaction { try notes.put(Note(text: "inner")) }
+            #expect(try notes.count() == 2)
+        }
+        #expect(try notes.count() == 2)
+
+        #expect {
+            try store.runInTransaction {
+                try notes.put(Note(text: "doomed"))
+                do {
+                    try store.runInTransaction {
+                        try notes.put(Note(text: "inner"))
+                        throw Boom()
+                    }
+                } catch is Boom {}   // the outer code swallows the error...
+            }
+        } throws: { error in
+            // ...but the transaction is still rolled back, and says why.
+            guard case StrataError.transactionAborted(let reason)? = error as? StrataError else { return false }
+            return reason.contains("Boom")
+        }
+        #expect(try notes.count() == 2)
+    }
+
+    @Test func readOnlyTransactionsSeeOneSnapshotAndRefuseWrites() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let notes = store.box(for: Note.self)
+        try notes.put(Note(text: "before"))
+        try store.runInReadOnlyTransaction { () throws in
+            // A commit from another thread during the transaction stays invisible.
+            let writer = Thread.detachNewThreadAndWait { (try? notes.put(Note(text: "after"))) ?? 0 }
+            #expect(writer == 2)
+            #expect(try notes.count() == 1)
+            #expect(try notes.get(2) == nil)
+            #expect(throws: StrataError.readOnly) { try notes.put(Note(text: "no")) }
+            #expect(throws: StrataError.readOnly) { try store.runInTransaction {} }
+        }
+        #expect(try notes.count() == 2)
+    }
+
+    @Test func durableCommitsSurviveAKill() throws {
+        // Every transaction below is durable (`.sync`, the default) when runInTransaction returns.
+        let dir = TemporaryDirectory()
+        do {
+            let store = try Store(directoryPath: dir.path)
+            #expect(store.durability == .sync)
+            try store.runInTransaction {
+                try store.box(for: Note.self).put(Note(text: "durable"))
+            }
+            // No close: the engine's write-ahead log alone must bring it back.
+            _ = Unmanaged.passRetained(store)   // never deinitialised, like a killed process
+        }
+        // The leaked store still holds the lock, so read the log through a copy of the directory.
+        let copy = TemporaryDirectory()
+        try FileManager.default.copyItem(atPath: dir.path, toPath: copy.path)
+        try? FileManager.default.removeItem(atPath: copy.path + "/LOCK")
+        let reopened = try Store(directoryPath: copy.path)
+        #expect(try reopened.box(for: Note.self).all().map(\.text) == ["durable"])
+    }
+}
+
+extension Thread {
+    /// Runs `body` on a new thread and waits for its result.
+    static func detachNewThreadAndWait<R: Sendable>(_ body: @escaping @Sendable () -> R) -> R {
+        let result = LockedValue<R?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            result.withLock { $0 = body() }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0! }
+    }
+}
