@@ -1,0 +1,224 @@
+import SwiftSyntaxMacroExpansion
+import SwiftSyntaxMacrosGenericTestSupport
+import StrataMacros
+import Testing
+
+private let macros: [String: MacroSpec] = [
+    "Entity": MacroSpec(type: EntityMacro.self, conformances: ["Entity"]),
+    "Transient": MacroSpec(type: PropertyMarkerMacro.self),
+    "Renamed": MacroSpec(type: PropertyMarkerMacro.self),
+]
+
+/// Expands `source` and compares with `expanded` and the expected diagnostics.
+private func expect(_ source: String, expandsTo expanded: String, diagnostics: [DiagnosticSpec] = [],
+                    sourceLocation: SourceLocation = #_sourceLocation) {
+    assertMacroExpansion(source, expandedSource: expanded, diagnostics: diagnostics, macroSpecs: macros,
+                         failureHandler: { Issue.record("\($0.message)", sourceLocation: sourceLocation) })
+}
+
+/// Expects exactly one diagnostic with `message`, and no generated code.
+private func expect(_ source: String, expanded: String? = nil, diagnoses message: String, line: Int = 1, column: Int = 1,
+                    sourceLocation: SourceLocation = #_sourceLocation) {
+    assertMacroExpansion(source, expandedSource: expanded ?? String(source.split(separator: "\n", maxSplits: 1)[1]),
+                         diagnostics: [DiagnosticSpec(message: message, line: line, column: column)],
+                         macroSpecs: macros,
+                         failureHandler: { Issue.record("\($0.message)", sourceLocation: sourceLocation) })
+}
+
+@Suite struct EntityMacroTests {
+    @Test func classWithTransientOptionalAndRename() {
+        expect("""
+            @Entity
+            final class Customer {
+                var id: Id = 0
+                var name: String = ""
+                @Renamed(from: "mail") var email: String? = nil
+                @Transient var scratch = 0
+                var computed: Int { 1 }
+                static var shared = 0
+            }
+            """, expandsTo: """
+            final class Customer {
+                var id: Id = 0
+                var name: String = ""
+                var email: String? = nil
+                var scratch = 0
+                var computed: Int { 1 }
+                static var shared = 0
+            }
+
+            extension Customer: Strata.Entity {
+                static var _strataSchema: Strata.EntitySchema {
+                    Strata.EntitySchema(name: "Customer", properties: [
+                        Strata.PropertySchema(name: "name", keyPath: \\Customer.name),
+                        Strata.PropertySchema(name: "email", keyPath: \\Customer.email, renamedFrom: "mail"),
+                    ])
+                }
+                func _strataEncode(to writer: inout Strata.ObjectWriter) {
+                    writer.write(self.name, field: 0)
+                    writer.write(self.email, field: 1)
+                }
+                static func _strataDecode(id: Strata.Id, from reader: inout Strata.ObjectReader) throws -> Customer {
+                    let object = Customer()
+                    object.id = id
+                    while let field = try reader.nextField() {
+                        switch field {
+                        case 0:
+                            try reader.read(&object.name)
+                        case 1:
+                            try reader.read(&object.email)
+                        default:
+                            break
+                        }
+                    }
+                    return object
+                }
+            }
+            """)
+    }
+
+    @Test func publicStructWithOwnInitializerGetsInitAndName() {
+        expect("""
+            @Entity(name: "Memo")
+            public struct Note {
+                public var id: Id = 0
+                public var text = ""
+                public init(text: String) { self.text = text }
+            }
+            """, expandsTo: """
+            public struct Note {
+                public var id: Id = 0
+                public var text = ""
+                public init(text: String) { self.text = text }
+
+                public init() {
+                }
+            }
+
+            extension Note: Strata.Entity {
+                public static var _strataSchema: Strata.EntitySchema {
+                    Strata.EntitySchema(name: "Memo", properties: [
+                        Strata.PropertySchema(name: "text", keyPath: \\Note.text),
+                    ])
+                }
+                public func _strataEncode(to writer: inout Strata.ObjectWriter) {
+                    writer.write(self.text, field: 0)
+                }
+                public static func _strataDecode(id: Strata.Id, from reader: inout Strata.ObjectReader) throws -> Note {
+                    var object = Note()
+                    object.id = id
+                    while let field = try reader.nextField() {
+                        switch field {
+                        case 0:
+                            try reader.read(&object.text)
+                        default:
+                            break
+                        }
+                    }
+                    return object
+                }
+            }
+            """)
+    }
+
+    @Test func aUserWrittenInitIsNeverDuplicated() {
+        expect("""
+            @Entity
+            final class Tag {
+                var id: Id = 0
+                var label: String
+                init(label: String = "") { self.label = label }
+            }
+            """, expandsTo: """
+            final class Tag {
+                var id: Id = 0
+                var label: String
+                init(label: String = "") { self.label = label }
+            }
+
+            extension Tag: Strata.Entity {
+                static var _strataSchema: Strata.EntitySchema {
+                    Strata.EntitySchema(name: "Tag", properties: [
+                        Strata.PropertySchema(name: "label", keyPath: \\Tag.label),
+                    ])
+                }
+                func _strataEncode(to writer: inout Strata.ObjectWriter) {
+                    writer.write(self.label, field: 0)
+                }
+                static func _strataDecode(id: Strata.Id, from reader: inout Strata.ObjectReader) throws -> Tag {
+                    let object = Tag()
+                    object.id = id
+                    while let field = try reader.nextField() {
+                        switch field {
+                        case 0:
+                            try reader.read(&object.label)
+                        default:
+                            break
+                        }
+                    }
+                    return object
+                }
+            }
+            """)
+    }
+
+    @Test func missingId() {
+        expect("@Entity\nstruct A {\n    var name = \"\"\n}",
+               diagnoses: "@Entity type 'A' needs an id property: add 'var id: Id = 0'")
+    }
+
+    @Test func idOfTheWrongType() {
+        expect("@Entity\nstruct A {\n    var id = 0\n}",
+               diagnoses: "the id property must be declared as 'var id: Id = 0' (Id is UInt64)", line: 3, column: 9)
+    }
+
+    @Test func letIdAndLetProperty() {
+        expect("@Entity\nstruct A {\n    let id: Id = 0\n}", diagnoses: "the id property must be a 'var': put assigns it",
+               line: 3, column: 5)
+        expect("@Entity\nstruct A {\n    var id: Id = 0\n    let name = \"\"\n}",
+               diagnoses: "stored property 'name' is a 'let': the store sets properties when it reads an object; make it a 'var' or mark it @Transient",
+               line: 4, column: 9)
+    }
+
+    @Test func unsupportedTypes() {
+        for type in ["[String]", "[String: Int]", "(Int, Int)", "Set<Int>", "Int??", "() -> Void", "Any", "Int!"] {
+            expect("@Entity\nstruct A {\n    init() {}\n    var id: Id = 0\n    var x: \(type)\n}",
+                   diagnoses: "property 'x' has type '\(type)', which Strata cannot store; use Bool, Int, Int8…Int64, UInt8…UInt64, Float, Double, String, Date, Data, [UInt8], a RawRepresentable enum over those, or an optional of one, or mark it @Transient",
+                   line: 5, column: 12)
+        }
+    }
+
+    @Test func propertyWithoutDefault() {
+        expect("@Entity\nstruct A {\n    var id: Id = 0\n    var name: String\n}",
+               diagnoses: "stored property 'name' needs a default value (objects stored before it existed read it as that default), or the type needs an 'init()'",
+               line: 4, column: 9)
+    }
+
+    @Test func lazyProperty() {
+        expect("@Entity\nstruct A {\n    var id: Id = 0\n    lazy var name = \"\"\n}",
+               diagnoses: "lazy property 'name' cannot be stored; mark it @Transient", line: 4, column: 14)
+    }
+
+    @Test func nonFinalClassGenericTypeAndEnum() {
+        expect("@Entity\nclass A {\n    var id: Id = 0\n}",
+               diagnoses: "@Entity class 'A' must be final: the store creates instances of exactly this class",
+               line: 2, column: 7)
+        expect("@Entity\nstruct A<T> {\n    var id: Id = 0\n}",
+               diagnoses: "@Entity type 'A' cannot be generic: the store needs one schema per entity", line: 2, column: 8)
+        expect("@Entity\nenum A {\n    case a\n}", diagnoses: "@Entity applies to a final class or a struct")
+    }
+
+    @Test func badRenameAndEntityName() {
+        expect("@Entity\nstruct A {\n    var id: Id = 0\n    @Renamed(from: x) var name = \"\"\n}",
+               expanded: "struct A {\n    var id: Id = 0\n    var name = \"\"\n}",
+               diagnoses: "@Renamed needs the old name as a string literal: @Renamed(from: \"oldName\")", line: 4, column: 5)
+        expect("@Entity(name: \"\")\nstruct A {\n    var id: Id = 0\n}",
+               diagnoses: "@Entity(name:) needs a non-empty string literal", line: 1, column: 9)
+    }
+
+    @Test func twoPropertiesClaimingOneStoredName() {
+        expect("@Entity\nstruct A {\n    var id: Id = 0\n    var a = 0\n    @Renamed(from: \"a\") var b = 0\n}",
+               expanded: "struct A {\n    var id: Id = 0\n    var a = 0\n    var b = 0\n}",
+               diagnoses: "two properties claim the stored name 'a'")
+    }
+}
