@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataStorage
 import Testing
 
 @Suite struct CodecRoundTripTests {
@@ -138,5 +139,32 @@ import Testing
             #expect(note.id % 3 != 0)
             #expect(note.text == (note.id % 2 == 0 ? "rewritten \(note.id)" : "note \(note.id - 1)"))
         }
+    }
+}
+
+@Suite struct StoredBytesTests {
+    /// The worked example of SPEC.md §11.3, byte for byte, read back through the engine.
+    @Test func noteIsStoredAsTheSpecSays() throws {
+        let dir = TemporaryDirectory()
+        do {
+            let store = try Store(directoryPath: dir.path, options: .testing())
+            let notes = store.box(for: Note.self)
+            try notes.put([Note(text: "a"), Note(text: "b")])
+            try notes.put(Note(text: "hi"))
+            store.close()
+        }
+        var options = EngineOptions()
+        options.readOnly = true
+        let engine = try Engine.open(directory: dir.path, options: options)
+        defer { engine.close() }
+        let objects = try #require(engine.existingKeySpace(named: "objects") as KeySpace?)
+        let meta = try #require(engine.existingKeySpace(named: "meta") as KeySpace?)
+        #expect(try engine.get([0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 3], in: objects) == [0x01, 0x0A, 0x02, 0x68, 0x69])
+        #expect(try engine.get([1], in: meta) == [1, 0, 0, 0])
+        #expect(try engine.get([3, 0, 0, 0, 1], in: meta) == [3, 0, 0, 0, 0, 0, 0, 0])
+        // Entity record: version 1, name "Note", last property id 1, one property:
+        // id 1, name "text", type 12 (String), flags 0.
+        let record: [UInt8] = [1, 4, 0x4E, 0x6F, 0x74, 0x65, 1, 1, 1, 4, 0x74, 0x65, 0x78, 0x74, 12, 0]
+        #expect(try engine.get([2, 0, 0, 0, 1], in: meta) == record)
     }
 }
