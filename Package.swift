@@ -45,7 +45,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "strata",
-            dependencies: ["StrataStorage"],
+            dependencies: ["Strata", "StrataStorage"],
             path: "Tools/strata"
         ),
         // Helper process the reliability tests drive (locking, kill -9); not a product.
