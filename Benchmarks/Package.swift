@@ -2,12 +2,14 @@
 import PackageDescription
 
 // The benchmarks are their own package so that building and testing Strata never needs a
-// peer's library. Peers: LevelDB 1.23 (Debian libleveldb-dev) for the engine workloads.
+// peer's library. Peers: LevelDB 1.23 (Debian libleveldb-dev) for the engine workloads, GRDB
+// (SQLite, Debian libsqlite3-dev) for the object workloads.
 let package = Package(
     name: "StrataBenchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "Strata", path: ".."),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .systemLibrary(
@@ -21,6 +23,14 @@ let package = Package(
                 .product(name: "StrataStorage", package: "Strata"),
             ],
             path: "Sources/StrataBench"
+        ),
+        .executableTarget(
+            name: "strata-objects-bench",
+            dependencies: [
+                .product(name: "Strata", package: "Strata"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Sources/ObjectsBench"
         ),
     ],
     // The harness shares engines across its writer threads on purpose (fillsync-8threads).

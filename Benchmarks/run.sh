@@ -5,13 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 ../scripts/install-dependencies.sh
-if [ ! -f /usr/include/leveldb/c.h ] && [ ! -f /usr/local/include/leveldb/c.h ]; then
+if { [ ! -f /usr/include/leveldb/c.h ] && [ ! -f /usr/local/include/leveldb/c.h ]; } || [ ! -f /usr/include/sqlite3.h ]; then
     if command -v apt-get >/dev/null 2>&1; then
         SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
         $SUDO apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libleveldb-dev >/dev/null
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libleveldb-dev libsqlite3-dev >/dev/null
     else
-        brew install leveldb
+        brew install leveldb sqlite
     fi
 fi
 # Manifest caching can miss files added to the parent package; planning anew costs seconds.

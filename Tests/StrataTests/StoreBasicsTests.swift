@@ -124,3 +124,36 @@ import Testing
         reopened.close()
     }
 }
+
+@Suite struct ReadOnlyStoreTests {
+    @Test func readOnlyStoreReadsAndRefusesWrites() throws {
+        let dir = TemporaryDirectory()
+        do {
+            let store = try Store(directoryPath: dir.path, options: .testing())
+            try store.box(for: Note.self).put(Note(text: "kept"))
+            store.close()
+        }
+        var options = StoreOptions.testing()
+        options.readOnly = true
+        let store = try Store(directoryPath: dir.path, options: options)
+        let notes = store.box(for: Note.self)
+        #expect(try notes.all().map(\.text) == ["kept"])
+        #expect(throws: StrataError.readOnly) { try notes.put(Note(text: "no")) }
+        #expect(throws: StrataError.readOnly) { try notes.remove(1) }
+        #expect(throws: StrataError.readOnly) { try store.runInTransaction {} }
+        #expect(throws: StrataError.readOnly) { try store.compact() }
+        // An entity the store never saw reads as empty, and nothing is written for it.
+        #expect(try store.box(for: Customer.self).count() == 0)
+        // Readers share the store; a writer is kept out while they hold it.
+        let second = try Store(directoryPath: dir.path, options: options)
+        #expect(try second.box(for: Note.self).count() == 1)
+        #expect(throws: StrataError.self) { try Store(directoryPath: dir.path, options: .testing()) }
+    }
+
+    @Test func readOnlyOpenOfAMissingStoreFails() throws {
+        let dir = TemporaryDirectory()
+        var options = StoreOptions()
+        options.readOnly = true
+        #expect(throws: StrataError.storage(.notAStore(path: dir.path))) { try Store(directoryPath: dir.path, options: options) }
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+
+// strata-objects-bench: object workloads on Strata and on GRDB (SQLite), side by side in one
+// run, alternating systems within each repetition; prints medians and Strata/GRDB ratios.
+//
+//   strata-objects-bench [--flat N] [--reps R]
+
+var flatCount = 1_000_000
+var reps = 3
+var args = Array(CommandLine.arguments.dropFirst())
+while args.count >= 2 {
+    let flag = args.removeFirst(), value = args.removeFirst()
+    switch flag {
+    case "--flat": flatCount = Int(value) ?? flatCount
+    case "--reps": reps = max(1, Int(value) ?? reps)
+    default:
+        print("usage: strata-objects-bench [--flat N] [--reps R]")
+        exit(2)
+    }
+}
+
+func seconds(_ body: () throws -> Void) rethrows -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    try body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
+/// Runs the four phases once on a fresh directory; returns seconds per phase.
+func runFlat<S: FlatCrudSystem>(_: S.Type, count: Int) throws -> [FlatCrudPhase: Double] {
+    let dir = NSTemporaryDirectory() + "strata-objects-bench-\(S.name)-\(UUID().uuidString)"
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    var system = try S(directory: dir)
+    defer { system.close() }
+    var out: [FlatCrudPhase: Double] = [:]
+    var ids: [Int64] = []
+    out[.put] = try seconds { ids = try system.putAll(count: count) }
+    var sum: Int64 = 0
+    out[.get] = try seconds { sum = try system.getAll(ids: ids) }
+    guard sum == FlatValues.checksum(count: count) else {
+        throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "\(S.name) get-all checksum \(sum)"])
+    }
+    out[.update] = try seconds { try system.updateAll() }
+    var removed = 0
+    out[.remove] = try seconds { removed = try system.removeAll(ids: ids) }
+    guard removed == count else {
+        throw NSError(domain: "bench", code: 2, userInfo: [NSLocalizedDescriptionKey: "\(S.name) removed \(removed)"])
+    }
+    return out
+}
+
+func median(_ xs: [Double]) -> Double {
+    let s = xs.sorted()
+    return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+}
+
+print("flat CRUD, F = \(flatCount), \(reps) repetition(s), medians; release build")
+var strataTimes: [FlatCrudPhase: [Double]] = [:]
+var grdbTimes: [FlatCrudPhase: [Double]] = [:]
+do {
+    for _ in 0..<reps {
+        for (phase, t) in try runFlat(StrataFlat.self, count: flatCount) { strataTimes[phase, default: []].append(t) }
+        for (phase, t) in try runFlat(GRDBFlat.self, count: flatCount) { grdbTimes[phase, default: []].append(t) }
+    }
+} catch {
+    FileHandle.standardError.write("benchmark failed: \(error)\n".data(using: .utf8)!)
+    exit(1)
+}
+print("| phase | Strata objects/s | GRDB objects/s | Strata/GRDB |")
+print("|---|---:|---:|---:|")
+for phase in FlatCrudPhase.allCases {
+    let s = Double(flatCount) / median(strataTimes[phase]!)
+    let g = Double(flatCount) / median(grdbTimes[phase]!)
+    print("| \(phase.rawValue) | \(Int(s)) | \(Int(g)) | \(String(format: "%.2f", s / g))× |")
+}
