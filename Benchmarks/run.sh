@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# One command: installs LevelDB (and lz4) if missing, builds the benchmark in release mode and
-# runs every workload on Strata and LevelDB. Extra arguments go to strata-bench, e.g.
+# One command: installs LevelDB, SQLite (and lz4) if missing, builds the benchmarks in release
+# mode and runs every engine workload on Strata and LevelDB. Extra arguments go to strata-bench:
 #   Benchmarks/run.sh --num 100000 --reps 3 --workload readrandom
+# With "objects" first, runs the object workloads on Strata and GRDB instead:
+#   Benchmarks/run.sh objects --flat 1000000 --reps 3
 set -euo pipefail
 cd "$(dirname "$0")"
 ../scripts/install-dependencies.sh
@@ -16,4 +18,9 @@ if { [ ! -f /usr/include/leveldb/c.h ] && [ ! -f /usr/local/include/leveldb/c.h 
 fi
 # Manifest caching can miss files added to the parent package; planning anew costs seconds.
 swift build -c release --disable-build-manifest-caching
-./.build/release/strata-bench "$@"
+if [ "${1:-}" = "objects" ]; then
+    shift
+    ./.build/release/strata-objects-bench "$@"
+else
+    ./.build/release/strata-bench "$@"
+fi

@@ -3,18 +3,20 @@ import Foundation
 // strata-objects-bench: object workloads on Strata and on GRDB (SQLite), side by side in one
 // run, alternating systems within each repetition; prints medians and Strata/GRDB ratios.
 //
-//   strata-objects-bench [--flat N] [--reps R]
+//   strata-objects-bench [--flat N] [--reps R] [--only strata|grdb]
 
 var flatCount = 1_000_000
 var reps = 3
+var only: String?
 var args = Array(CommandLine.arguments.dropFirst())
 while args.count >= 2 {
     let flag = args.removeFirst(), value = args.removeFirst()
     switch flag {
     case "--flat": flatCount = Int(value) ?? flatCount
     case "--reps": reps = max(1, Int(value) ?? reps)
+    case "--only" where ["strata", "grdb"].contains(value): only = value
     default:
-        print("usage: strata-objects-bench [--flat N] [--reps R]")
+        print("usage: strata-objects-bench [--flat N] [--reps R] [--only strata|grdb]")
         exit(2)
     }
 }
@@ -58,8 +60,12 @@ var strataTimes: [FlatCrudPhase: [Double]] = [:]
 var grdbTimes: [FlatCrudPhase: [Double]] = [:]
 do {
     for _ in 0..<reps {
-        for (phase, t) in try runFlat(StrataFlat.self, count: flatCount) { strataTimes[phase, default: []].append(t) }
-        for (phase, t) in try runFlat(GRDBFlat.self, count: flatCount) { grdbTimes[phase, default: []].append(t) }
+        if only != "grdb" {
+            for (phase, t) in try runFlat(StrataFlat.self, count: flatCount) { strataTimes[phase, default: []].append(t) }
+        }
+        if only != "strata" {
+            for (phase, t) in try runFlat(GRDBFlat.self, count: flatCount) { grdbTimes[phase, default: []].append(t) }
+        }
     }
 } catch {
     FileHandle.standardError.write("benchmark failed: \(error)\n".data(using: .utf8)!)
@@ -68,7 +74,8 @@ do {
 print("| phase | Strata objects/s | GRDB objects/s | Strata/GRDB |")
 print("|---|---:|---:|---:|")
 for phase in FlatCrudPhase.allCases {
-    let s = Double(flatCount) / median(strataTimes[phase]!)
-    let g = Double(flatCount) / median(grdbTimes[phase]!)
-    print("| \(phase.rawValue) | \(Int(s)) | \(Int(g)) | \(String(format: "%.2f", s / g))× |")
+    let s = strataTimes[phase].map { Double(flatCount) / median($0) }
+    let g = grdbTimes[phase].map { Double(flatCount) / median($0) }
+    let ratio = s.flatMap { s in g.map { String(format: "%.2f×", s / $0) } } ?? "-"
+    print("| \(phase.rawValue) | \(s.map { String(Int($0)) } ?? "-") | \(g.map { String(Int($0)) } ?? "-") | \(ratio) |")
 }

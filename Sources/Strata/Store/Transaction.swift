@@ -25,11 +25,13 @@ final class Transaction {
     /// transactions, since the write lock keeps every other writer out.
     let snapshot: Snapshot?
 
-    private var pending: [Pending] = []
-    private var pendingIndex: [ObjectKey: Int] = [:]
-    private(set) var arena: [UInt8] = []
+    // A transaction belongs to one thread (the one running its closure), so the hot state
+    // skips the runtime's exclusivity checks.
+    @exclusivity(unchecked) private var pending: [Pending] = []
+    @exclusivity(unchecked) private var pendingIndex = PendingIndex()
+    @exclusivity(unchecked) private(set) var arena: [UInt8] = []
     /// Encoding buffer, reused for every object of the transaction.
-    var scratch: [UInt8] = []
+    @exclusivity(unchecked) var scratch: [UInt8] = []
     /// Entities whose id counter moved; their counters are written with the commit.
     private var advancedCounters: [UInt32: EntityBinding] = [:]
     /// Class objects whose id this transaction assigned: reset to 0 if it rolls back.
@@ -46,7 +48,7 @@ final class Transaction {
     var isWrite: Bool { kind == .write }
 
     func lookup(_ key: ObjectKey) -> Lookup {
-        guard let i = pendingIndex[key] else { return .absent }
+        guard let i = pendingIndex.slot(of: key) else { return .absent }
         return pending[i].value.map(Lookup.value) ?? .removed
     }
 
@@ -62,10 +64,10 @@ final class Transaction {
     }
 
     private func record(_ p: Pending) {
-        if let i = pendingIndex[p.key] {
+        if let i = pendingIndex.slot(of: p.key) {
             pending[i] = p
         } else {
-            pendingIndex[p.key] = pending.count
+            pendingIndex.insert(p.key, slot: pending.count)
             pending.append(p)
         }
     }
