@@ -3,11 +3,15 @@ import Foundation
 // strata-objects-bench: object workloads on Strata and on GRDB (SQLite), side by side in one
 // run, alternating systems within each repetition; prints medians and Strata/GRDB ratios.
 //
-//   strata-objects-bench [--flat N] [--reps R] [--only strata|grdb]
+//   strata-objects-bench [--flat N] [--reps R] [--only strata|grdb] [--stop-after PHASE]
+//
+// --stop-after ends each run after one phase (put-all, get-all, …): with valgrind's allocation
+// totals at two sizes it gives the allocations per object of the phases up to it.
 
 var flatCount = 1_000_000
 var reps = 3
 var only: String?
+var stopAfter: FlatCrudPhase?
 var args = Array(CommandLine.arguments.dropFirst())
 while args.count >= 2 {
     let flag = args.removeFirst(), value = args.removeFirst()
@@ -15,8 +19,9 @@ while args.count >= 2 {
     case "--flat": flatCount = Int(value) ?? flatCount
     case "--reps": reps = max(1, Int(value) ?? reps)
     case "--only" where ["strata", "grdb"].contains(value): only = value
+    case "--stop-after" where FlatCrudPhase(rawValue: value) != nil: stopAfter = FlatCrudPhase(rawValue: value)
     default:
-        print("usage: strata-objects-bench [--flat N] [--reps R] [--only strata|grdb]")
+        print("usage: strata-objects-bench [--flat N] [--reps R] [--only strata|grdb] [--stop-after PHASE]")
         exit(2)
     }
 }
@@ -36,12 +41,15 @@ func runFlat<S: FlatCrudSystem>(_: S.Type, count: Int) throws -> [FlatCrudPhase:
     var out: [FlatCrudPhase: Double] = [:]
     var ids: [Int64] = []
     out[.put] = try seconds { ids = try system.putAll(count: count) }
+    if stopAfter == .put { return out }
     var sum: Int64 = 0
     out[.get] = try seconds { sum = try system.getAll(ids: ids) }
+    if stopAfter == .get { return out }
     guard sum == FlatValues.checksum(count: count) else {
         throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "\(S.name) get-all checksum \(sum)"])
     }
     out[.update] = try seconds { try system.updateAll() }
+    if stopAfter == .update { return out }
     var removed = 0
     out[.remove] = try seconds { removed = try system.removeAll(ids: ids) }
     guard removed == count else {
@@ -73,7 +81,7 @@ do {
 }
 print("| phase | Strata objects/s | GRDB objects/s | Strata/GRDB |")
 print("|---|---:|---:|---:|")
-for phase in FlatCrudPhase.allCases {
+for phase in FlatCrudPhase.allCases where strataTimes[phase] != nil || grdbTimes[phase] != nil {
     let s = strataTimes[phase].map { Double(flatCount) / median($0) }
     let g = grdbTimes[phase].map { Double(flatCount) / median($0) }
     let ratio = s.flatMap { s in g.map { String(format: "%.2f×", s / $0) } } ?? "-"
