@@ -17,6 +17,9 @@ enum EntityDiagnostic: DiagnosticMessage {
     case renamedArgument
     case entityNameArgument
     case duplicateRename(String)
+    case backlinkNotToMany(String)
+    case backlinkArgument
+    case backlinkRootMismatch(property: String, root: String, element: String)
 
     var message: String {
         switch self {
@@ -50,6 +53,12 @@ enum EntityDiagnostic: DiagnosticMessage {
             "@Entity(name:) needs a non-empty string literal"
         case let .duplicateRename(name):
             "two properties claim the stored name '\(name)'"
+        case let .backlinkNotToMany(name):
+            "@Backlink property '\(name)' must be declared as 'ToMany<Source>'"
+        case .backlinkArgument:
+            "@Backlink needs a key path to the relation it reverses: @Backlink(\\Order.customer)"
+        case let .backlinkRootMismatch(property, root, element):
+            "@Backlink of '\(property)' starts at '\(root)' but the property holds ToMany<\(element)>"
         }
     }
 
@@ -70,6 +79,9 @@ enum EntityDiagnostic: DiagnosticMessage {
         case .renamedArgument: "renamedArgument"
         case .entityNameArgument: "entityNameArgument"
         case .duplicateRename: "duplicateRename"
+        case .backlinkNotToMany: "backlinkNotToMany"
+        case .backlinkArgument: "backlinkArgument"
+        case .backlinkRootMismatch: "backlinkRootMismatch"
         }
         return MessageID(domain: "Strata", id: id)
     }

@@ -32,27 +32,50 @@ public struct EntityMacro: MemberMacro, ExtensionMacro {
             \(raw: schema(model))
             \(raw: encoder(model))
             \(raw: decoder(model))
+            \(raw: relations(model))
             }
             """
         return [decl.cast(ExtensionDeclSyntax.self)]
     }
 
+    /// Stored properties (values, to-ones, to-manys) in declaration order: their positions are
+    /// the `field` numbers of the codec.
+    private static func fields(_ m: EntityModel) -> [(index: Int, property: EntityModel.StoredProperty)] {
+        m.properties.filter { if case .backlink = $0.kind { false } else { true } }.enumerated().map { ($0, $1) }
+    }
+
+    private static func backlinks(_ m: EntityModel) -> [(index: Int, property: EntityModel.StoredProperty, source: String, sourceProperty: String)] {
+        m.properties.compactMap { p -> (EntityModel.StoredProperty, String, String)? in
+            if case let .backlink(source, property) = p.kind { return (p, source, property) }
+            return nil
+        }.enumerated().map { ($0, $1.0, $1.1, $1.2) }
+    }
+
     private static func schema(_ m: EntityModel) -> String {
-        let properties = m.properties.map { p in
+        let properties = fields(m).map { _, p in
             let renamed = p.renamedFrom.map { ", renamedFrom: \(literal($0))" } ?? ""
             return "        Strata.PropertySchema(name: \(literal(p.name)), keyPath: \\\(m.typeName).\(p.name)\(renamed)),"
         }
+        let links = backlinks(m).map { _, p, _, sourceProperty in
+            "        Strata.BacklinkSchema(name: \(literal(p.name)), keyPath: \\\(m.typeName).\(p.name), sourceProperty: \(literal(sourceProperty))),"
+        }
+        let backlinkArgument = links.isEmpty ? "" : ", backlinks: [\n\(links.joined(separator: "\n"))\n    ]"
         return """
+            \(m.accessPrefix)static var _strataEntityName: String {
+                \(literal(m.entityName))
+            }
             \(m.accessPrefix)static var _strataSchema: Strata.EntitySchema {
-                Strata.EntitySchema(name: \(literal(m.entityName)), properties: [
+                Strata.EntitySchema(name: _strataEntityName, properties: [
             \(properties.joined(separator: "\n"))
-                ])
+                ]\(backlinkArgument))
             }
             """
     }
 
     private static func encoder(_ m: EntityModel) -> String {
-        let lines = m.properties.enumerated().map { i, p in "    writer.write(self.\(p.name), field: \(i))" }
+        let lines = fields(m).compactMap { i, p in
+            p.kind == .toMany ? nil : "    writer.write(self.\(p.name), field: \(i))"
+        }
         return """
             \(m.accessPrefix)func _strataEncode(to writer: inout Strata.ObjectWriter) {
             \(lines.joined(separator: "\n"))
@@ -62,11 +85,12 @@ public struct EntityMacro: MemberMacro, ExtensionMacro {
 
     private static func decoder(_ m: EntityModel) -> String {
         let binding = m.kind == .finalClass ? "let" : "var"
+        let stored = fields(m).filter { $0.property.kind != .toMany }
         let loop: String
-        if m.properties.isEmpty {
+        if stored.isEmpty {
             loop = "    while try reader.nextField() != nil {}"
         } else {
-            let cases = m.properties.enumerated().map { i, p in "        case \(i): try reader.read(&object.\(p.name))" }
+            let cases = stored.map { i, p in "        case \(i): try reader.read(&object.\(p.name))" }
             loop = """
                     while let field = try reader.nextField() {
                         switch field {
@@ -76,12 +100,33 @@ public struct EntityMacro: MemberMacro, ExtensionMacro {
                     }
                 """
         }
+        // To-manys and backlinks hold no bytes: they learn their owner and load lazily.
+        var attach = fields(m).filter { $0.property.kind == .toMany }.map { i, p in
+            "    reader.attach(object.\(p.name), field: \(i))"
+        }
+        attach += backlinks(m).map { i, p, _, _ in "    reader.attach(object.\(p.name), backlink: \(i))" }
         return """
             \(m.accessPrefix)static func _strataDecode(id: Strata.Id, from reader: inout Strata.ObjectReader) throws -> \(m.typeName) {
                 \(binding) object = \(m.typeName)()
                 object.id = id
             \(loop)
-                return object
+            \(attach.map { $0 + "\n" }.joined())    return object
+            }
+            """
+    }
+
+    /// Visits every relation so that `put` can store new targets first and maintain edges.
+    private static func relations(_ m: EntityModel) -> String {
+        var lines = fields(m).compactMap { i, p in
+            p.kind == .value ? nil : "    try visitor.visit(self.\(p.name), field: \(i))"
+        }
+        lines += backlinks(m).map { i, p, _, _ in "    try visitor.visit(self.\(p.name), backlink: \(i))" }
+        if lines.isEmpty {
+            return "\(m.accessPrefix)func _strataVisitRelations(_ visitor: inout Strata.RelationVisitor) throws {}"
+        }
+        return """
+            \(m.accessPrefix)func _strataVisitRelations(_ visitor: inout Strata.RelationVisitor) throws {
+            \(lines.joined(separator: "\n"))
             }
             """
     }

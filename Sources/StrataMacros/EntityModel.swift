@@ -7,10 +7,22 @@ struct EntityModel {
     enum Kind { case finalClass, structure }
 
     struct StoredProperty {
+        enum Kind: Equatable {
+            /// A value stored in the object's bytes (scalars, enums, optionals).
+            case value
+            /// A `ToOne`: the target's id in the object's bytes, plus a backlink edge.
+            case toOne
+            /// A standalone `ToMany`: edges only, nothing in the object's bytes.
+            case toMany
+            /// A `@Backlink` view over another entity's relation; not stored at all.
+            case backlink(sourceType: String, sourceProperty: String)
+        }
+
         /// The Swift name.
         var name: String
         /// The name the property was stored under before a rename, from `@Renamed(from:)`.
         var renamedFrom: String?
+        var kind: Kind = .value
     }
 
     var typeName: String
@@ -130,6 +142,34 @@ struct EntityModel {
                     diagnostics.append(Diagnostic(node: binding.pattern, message: EntityDiagnostic.letProperty(name)))
                     continue
                 }
+                let toManyElement = type.flatMap(toManyElementType)
+                if let backlink = findAttribute(variable, named: "Backlink") {
+                    guard let element = toManyElement else {
+                        diagnostics.append(Diagnostic(node: backlink, message: EntityDiagnostic.backlinkNotToMany(name)))
+                        continue
+                    }
+                    guard case let .argumentList(args)? = backlink.arguments, args.count == 1,
+                          let keyPath = args.first?.expression.as(KeyPathExprSyntax.self),
+                          let root = keyPath.root?.trimmedDescription, keyPath.components.count == 1,
+                          let component = keyPath.components.first?.component.as(KeyPathPropertyComponentSyntax.self) else {
+                        diagnostics.append(Diagnostic(node: backlink, message: EntityDiagnostic.backlinkArgument))
+                        continue
+                    }
+                    guard root == element else {
+                        diagnostics.append(Diagnostic(node: backlink, message: EntityDiagnostic.backlinkRootMismatch(property: name, root: root, element: element)))
+                        continue
+                    }
+                    properties.append(StoredProperty(name: name, kind: .backlink(sourceType: root, sourceProperty: component.declName.baseName.text)))
+                    continue
+                }
+                if type.map(isToOne) ?? false {
+                    properties.append(StoredProperty(name: name, renamedFrom: renamedFrom, kind: .toOne))
+                    continue
+                }
+                if toManyElement != nil {
+                    properties.append(StoredProperty(name: name, renamedFrom: renamedFrom, kind: .toMany))
+                    continue
+                }
                 if let type, !isSupported(type) {
                     diagnostics.append(Diagnostic(node: type, message: EntityDiagnostic.unsupportedType(property: name, type: type.trimmedDescription)))
                     continue
@@ -142,6 +182,7 @@ struct EntityModel {
         }
         var claimed = Set<String>()
         for p in properties {
+            if case .backlink = p.kind { continue }
             for stored in [p.name] + (p.renamedFrom.map { [$0] } ?? []) where !claimed.insert(stored).inserted {
                 diagnostics.append(Diagnostic(node: attribute, message: EntityDiagnostic.duplicateRename(stored)))
             }
@@ -208,6 +249,29 @@ struct EntityModel {
             }
         }
         return type.is(MemberTypeSyntax.self)
+    }
+
+    private static func isToOne(_ type: TypeSyntax) -> Bool {
+        if let id = type.as(IdentifierTypeSyntax.self) { return id.name.text == "ToOne" && id.genericArgumentClause != nil }
+        if let member = type.as(MemberTypeSyntax.self) {
+            return member.baseType.trimmedDescription == "Strata" && member.name.text == "ToOne"
+        }
+        return false
+    }
+
+    /// "Teacher" for `ToMany<Teacher>` (or `Strata.ToMany<Teacher>`), else nil.
+    private static func toManyElementType(_ type: TypeSyntax) -> String? {
+        let generic: GenericArgumentClauseSyntax?
+        if let id = type.as(IdentifierTypeSyntax.self), id.name.text == "ToMany" {
+            generic = id.genericArgumentClause
+        } else if let member = type.as(MemberTypeSyntax.self), member.baseType.trimmedDescription == "Strata",
+                  member.name.text == "ToMany" {
+            generic = member.genericArgumentClause
+        } else {
+            return nil
+        }
+        guard let args = generic?.arguments, args.count == 1 else { return nil }
+        return args.first?.argument.trimmedDescription
     }
 
     private static func isByte(_ type: TypeSyntax) -> Bool {

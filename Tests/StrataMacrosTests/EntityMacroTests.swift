@@ -7,6 +7,7 @@ private let macros: [String: MacroSpec] = [
     "Entity": MacroSpec(type: EntityMacro.self, conformances: ["Entity"]),
     "Transient": MacroSpec(type: PropertyMarkerMacro.self),
     "Renamed": MacroSpec(type: PropertyMarkerMacro.self),
+    "Backlink": MacroSpec(type: PropertyMarkerMacro.self),
 ]
 
 /// Expands `source` and compares with `expanded` and the expected diagnostics.
@@ -48,8 +49,11 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
             }
 
             extension Customer: Strata.Entity {
+                static var _strataEntityName: String {
+                    "Customer"
+                }
                 static var _strataSchema: Strata.EntitySchema {
-                    Strata.EntitySchema(name: "Customer", properties: [
+                    Strata.EntitySchema(name: _strataEntityName, properties: [
                         Strata.PropertySchema(name: "name", keyPath: \\Customer.name),
                         Strata.PropertySchema(name: "email", keyPath: \\Customer.email, renamedFrom: "mail"),
                     ])
@@ -72,6 +76,8 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                         }
                     }
                     return object
+                }
+                func _strataVisitRelations(_ visitor: inout Strata.RelationVisitor) throws {
                 }
             }
             """)
@@ -96,8 +102,11 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
             }
 
             extension Note: Strata.Entity {
+                public static var _strataEntityName: String {
+                    "Memo"
+                }
                 public static var _strataSchema: Strata.EntitySchema {
-                    Strata.EntitySchema(name: "Memo", properties: [
+                    Strata.EntitySchema(name: _strataEntityName, properties: [
                         Strata.PropertySchema(name: "text", keyPath: \\Note.text),
                     ])
                 }
@@ -116,6 +125,8 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                         }
                     }
                     return object
+                }
+                public func _strataVisitRelations(_ visitor: inout Strata.RelationVisitor) throws {
                 }
             }
             """)
@@ -137,8 +148,11 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
             }
 
             extension Tag: Strata.Entity {
+                static var _strataEntityName: String {
+                    "Tag"
+                }
                 static var _strataSchema: Strata.EntitySchema {
-                    Strata.EntitySchema(name: "Tag", properties: [
+                    Strata.EntitySchema(name: _strataEntityName, properties: [
                         Strata.PropertySchema(name: "label", keyPath: \\Tag.label),
                     ])
                 }
@@ -157,6 +171,8 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                         }
                     }
                     return object
+                }
+                func _strataVisitRelations(_ visitor: inout Strata.RelationVisitor) throws {
                 }
             }
             """)
@@ -220,5 +236,73 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
         expect("@Entity\nstruct A {\n    var id: Id = 0\n    var a = 0\n    @Renamed(from: \"a\") var b = 0\n}",
                expanded: "struct A {\n    var id: Id = 0\n    var a = 0\n    var b = 0\n}",
                diagnoses: "two properties claim the stored name 'a'")
+    }
+
+    @Test func relationsAndBacklinks() {
+        expect("""
+            @Entity
+            final class Customer {
+                var id: Id = 0
+                var best: ToOne<Order> = nil
+                var favorites: ToMany<Order> = nil
+                @Backlink(\\Order.customer) var orders: ToMany<Order> = nil
+            }
+            """, expandsTo: """
+            final class Customer {
+                var id: Id = 0
+                var best: ToOne<Order> = nil
+                var favorites: ToMany<Order> = nil
+                var orders: ToMany<Order> = nil
+            }
+
+            extension Customer: Strata.Entity {
+                static var _strataEntityName: String {
+                    "Customer"
+                }
+                static var _strataSchema: Strata.EntitySchema {
+                    Strata.EntitySchema(name: _strataEntityName, properties: [
+                        Strata.PropertySchema(name: "best", keyPath: \\Customer.best),
+                        Strata.PropertySchema(name: "favorites", keyPath: \\Customer.favorites),
+                    ], backlinks: [
+                        Strata.BacklinkSchema(name: "orders", keyPath: \\Customer.orders, sourceProperty: "customer"),
+                    ])
+                }
+                func _strataEncode(to writer: inout Strata.ObjectWriter) {
+                    writer.write(self.best, field: 0)
+                }
+                static func _strataDecode(id: Strata.Id, from reader: inout Strata.ObjectReader) throws -> Customer {
+                    let object = Customer()
+                    object.id = id
+                    while let field = try reader.nextField() {
+                        switch field {
+                        case 0:
+                            try reader.read(&object.best)
+                        default:
+                            break
+                        }
+                    }
+                    reader.attach(object.favorites, field: 1)
+                    reader.attach(object.orders, backlink: 0)
+                    return object
+                }
+                func _strataVisitRelations(_ visitor: inout Strata.RelationVisitor) throws {
+                    try visitor.visit(self.best, field: 0)
+                    try visitor.visit(self.favorites, field: 1)
+                    try visitor.visit(self.orders, backlink: 0)
+                }
+            }
+            """)
+    }
+
+    @Test func badBacklinks() {
+        expect("@Entity\nstruct A {\n    var id: Id = 0\n    @Backlink(\\B.a) var bs: [UInt8] = []\n}",
+               expanded: "struct A {\n    var id: Id = 0\n    var bs: [UInt8] = []\n}",
+               diagnoses: "@Backlink property 'bs' must be declared as 'ToMany<Source>'", line: 4, column: 5)
+        expect("@Entity\nstruct A {\n    var id: Id = 0\n    @Backlink(\\C.a) var bs: ToMany<B> = nil\n}",
+               expanded: "struct A {\n    var id: Id = 0\n    var bs: ToMany<B> = nil\n}",
+               diagnoses: "@Backlink of 'bs' starts at 'C' but the property holds ToMany<B>", line: 4, column: 5)
+        expect("@Entity\nstruct A {\n    var id: Id = 0\n    @Backlink(x) var bs: ToMany<B> = nil\n}",
+               expanded: "struct A {\n    var id: Id = 0\n    var bs: ToMany<B> = nil\n}",
+               diagnoses: "@Backlink needs a key path to the relation it reverses: @Backlink(\\Order.customer)", line: 4, column: 5)
     }
 }

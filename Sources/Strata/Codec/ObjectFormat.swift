@@ -7,12 +7,15 @@ enum ObjectFormat {
     static let version: UInt32 = 1
     /// First byte of every encoded object.
     static let codecVersion: UInt8 = 1
-    /// First byte of every persisted entity record in the catalog.
-    static let entityRecordVersion: UInt8 = 1
+    /// First byte of every persisted entity record in the catalog. Version 2 added the target
+    /// entity of relation properties; version 1 records are still read.
+    static let entityRecordVersion: UInt8 = 2
     /// Key space holding the objects: key = entity id (u32 BE) + object id (u64 BE).
     static let objectsKeySpace = "objects"
     /// Key space holding the catalog: format version, entity records, id counters.
     static let metaKeySpace = "meta"
+    /// Key space holding relation edges (SPEC.md §Relations).
+    static let edgesKeySpace = "edges"
     /// Bytes in an object key.
     static let objectKeyBytes = 12
     /// Largest encoded object: the engine's value limit.

@@ -9,9 +9,11 @@ public struct ObjectReader {
     @usableFromInline let fieldMap: UnsafeBufferPointer<Int32>
     /// Wire type of the field `nextField()` returned last.
     @usableFromInline var wire = WireType.null
+    /// The store and owner that relations read from lazily; nil for a raw parse.
+    let context: RelationContext?
 
     /// Starts reading; throws when the codec version byte is missing or unknown.
-    init(bytes: UnsafeRawBufferPointer, fieldMap: UnsafeBufferPointer<Int32>) throws {
+    init(bytes: UnsafeRawBufferPointer, fieldMap: UnsafeBufferPointer<Int32>, context: RelationContext? = nil) throws {
         guard let base = bytes.baseAddress, bytes.count >= 1 else { throw CodecFailure("empty object") }
         guard bytes[0] == ObjectFormat.codecVersion else {
             throw CodecFailure("unknown object codec version \(bytes[0])")
@@ -20,6 +22,30 @@ public struct ObjectReader {
         end = bytes.count
         position = 1
         self.fieldMap = fieldMap
+        self.context = context
+    }
+
+    /// Reads the current field into a to-one relation (the target's id; the target loads lazily).
+    public mutating func read<T: Entity>(_ relation: inout ToOne<T>) throws {
+        var id: Id = 0
+        if wire != .null {
+            try expect(.varint)
+            id = try readVarint()
+        }
+        relation = ToOne(storedTargetId: id, store: context?.store)
+    }
+
+    /// Connects a standalone to-many to its owner, so that it loads lazily.
+    public func attach<T: Entity>(_ relation: ToMany<T>, field: Int) {
+        guard let context else { return }
+        relation.attachStandalone(store: context.store, entityId: context.binding.entityId,
+                                  propertyId: context.binding.propertyIds[field], ownerId: context.ownerId)
+    }
+
+    /// Connects a backlink to its owner, so that it loads lazily.
+    public func attach<T: Entity>(_ relation: ToMany<T>, backlink: Int) {
+        guard let context else { return }
+        relation.attachBacklink(store: context.store, schema: context.binding.backlinks[backlink], ownerId: context.ownerId)
     }
 
     /// The declared position of the next field this type knows, or nil at the end.

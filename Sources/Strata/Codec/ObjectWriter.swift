@@ -34,6 +34,17 @@ public struct ObjectWriter {
         value.map(\.rawValue)._strataWrite(to: &self, id: propertyIds[field])
     }
 
+    /// Writes a to-one relation as its target's id, or null.
+    public mutating func write<T: Entity>(_ relation: ToOne<T>, field: Int) {
+        let id = relation.idToStore
+        if id == 0 {
+            appendTag(id: propertyIds[field], wire: .null)
+        } else {
+            appendTag(id: propertyIds[field], wire: .varint)
+            appendVarint(id)
+        }
+    }
+
     // MARK: primitives for the value conformances
 
     @inlinable

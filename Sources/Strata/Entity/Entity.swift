@@ -17,6 +17,8 @@ public typealias Id = UInt64
 public protocol Entity {
     /// The object's id; 0 until it is first put.
     var id: Id { get set }
+    /// The name the store knows the entity by (generated).
+    static var _strataEntityName: String { get }
     /// The entity's name and stored properties in declaration order (generated).
     static var _strataSchema: EntitySchema { get }
     /// Writes every stored property except `id` (generated).
@@ -24,4 +26,6 @@ public protocol Entity {
     /// Makes an object from stored bytes (generated). Properties the bytes lack keep the values
     /// `init()` gives them.
     static func _strataDecode(id: Id, from reader: inout ObjectReader) throws -> Self
+    /// Shows every relation (to-one, to-many, backlink) to `visitor` (generated).
+    func _strataVisitRelations(_ visitor: inout RelationVisitor) throws
 }

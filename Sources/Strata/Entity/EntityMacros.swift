@@ -16,7 +16,8 @@
 /// - Parameter name: the name the store knows the entity by; the type name when omitted. Set it
 ///   to keep a store's data when renaming the Swift type.
 @attached(member, names: named(init))
-@attached(extension, conformances: Entity, names: named(_strataSchema), named(_strataEncode), named(_strataDecode))
+@attached(extension, conformances: Entity, names: named(_strataSchema), named(_strataEncode), named(_strataDecode),
+          named(_strataVisitRelations), named(_strataEntityName))
 public macro Entity(name: String? = nil) = #externalMacro(module: "StrataMacros", type: "EntityMacro")
 
 /// Keeps a property out of the store: it is neither written nor read, and holds whatever
@@ -36,3 +37,17 @@ public macro Transient() = #externalMacro(module: "StrataMacros", type: "Propert
 /// ```
 @attached(peer)
 public macro Renamed(from oldName: String) = #externalMacro(module: "StrataMacros", type: "PropertyMarkerMacro")
+
+/// Declares a to-many as the reverse view of another entity's relation: of a `ToOne` (1:N) or
+/// of a standalone `ToMany` (N:M). Nothing is stored for it; it is read from the other side's
+/// edges with one prefix scan.
+///
+/// ```swift
+/// @Entity final class Customer {
+///     var id: Id = 0
+///     @Backlink(\Order.customer) var orders: ToMany<Order> = nil
+/// }
+/// ```
+@attached(peer)
+public macro Backlink<Source, Relation>(_ relation: KeyPath<Source, Relation>) =
+    #externalMacro(module: "StrataMacros", type: "PropertyMarkerMacro")

@@ -9,8 +9,13 @@ struct EntityRecord: Equatable, Sendable {
         var type: PropertyType
         var isOptional: Bool
         var isRemoved: Bool
+        /// For a relation: the target entity's name.
+        var target: String? = nil
 
-        var typeDescription: String { isOptional ? "\(type)?" : "\(type)" }
+        var typeDescription: String {
+            if let target { return "\(type)<\(target)>" }
+            return isOptional ? "\(type)?" : "\(type)"
+        }
     }
 
     var entityId: UInt32
@@ -42,6 +47,7 @@ struct EntityRecord: Equatable, Sendable {
             string(p.name)
             out.append(p.type.rawValue)
             out.append((p.isOptional ? Flag.optional : 0) | (p.isRemoved ? Flag.removed : 0))
+            if p.type.isRelation { string(p.target ?? "") }
         }
         return out
     }
@@ -71,7 +77,8 @@ struct EntityRecord: Equatable, Sendable {
             pos += Int(n)
             return s
         }
-        guard byte() == ObjectFormat.entityRecordVersion, let name = string(),
+        // Version 1 records predate relations and are read the same way.
+        guard let version = byte(), version == 1 || version == ObjectFormat.entityRecordVersion, let name = string(),
               let last = varint(), last <= UInt64(ObjectFormat.maxPropertyId),
               let count = varint(), count <= last else { return nil }
         var properties: [Property] = []
@@ -79,8 +86,13 @@ struct EntityRecord: Equatable, Sendable {
             guard let id = varint(), id >= 1, id <= last, let pname = string(),
                   let rawType = byte(), let type = PropertyType(rawValue: rawType),
                   let flags = byte(), flags & ~(Flag.optional | Flag.removed) == 0 else { return nil }
-            properties.append(Property(id: UInt32(id), name: pname, type: type,
-                                       isOptional: flags & Flag.optional != 0, isRemoved: flags & Flag.removed != 0))
+            var target: String?
+            if type.isRelation {
+                guard version >= 2, let t = string(), !t.isEmpty else { return nil }
+                target = t
+            }
+            properties.append(Property(id: UInt32(id), name: pname, type: type, isOptional: flags & Flag.optional != 0,
+                                       isRemoved: flags & Flag.removed != 0, target: target))
         }
         guard pos == bytes.count, Set(properties.map(\.id)).count == properties.count else { return nil }
         self.init(entityId: entityId, name: name, lastPropertyId: UInt32(last), properties: properties)
@@ -104,7 +116,7 @@ struct EntityRecord: Equatable, Sendable {
             let live = { (name: String) in next.properties.firstIndex { !$0.isRemoved && $0.name == name && !matched.contains($0.id) } }
             if let i = live(declared.name) ?? declared.renamedFrom.flatMap(live) {
                 let stored = next.properties[i]
-                guard stored.type == declared.type, stored.isOptional == declared.isOptional else {
+                guard stored.type == declared.type, stored.isOptional == declared.isOptional, stored.target == declared.target else {
                     throw .schemaMismatch(entity: schema.name, property: declared.name,
                                           stored: stored.typeDescription, declared: declared.typeDescription)
                 }
@@ -118,7 +130,7 @@ struct EntityRecord: Equatable, Sendable {
                 }
                 next.lastPropertyId += 1
                 next.properties.append(Property(id: next.lastPropertyId, name: declared.name, type: declared.type,
-                                                isOptional: declared.isOptional, isRemoved: false))
+                                                isOptional: declared.isOptional, isRemoved: false, target: declared.target))
                 matched.insert(next.lastPropertyId)
                 ids.append(next.lastPropertyId)
             }

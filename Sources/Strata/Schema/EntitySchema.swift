@@ -3,12 +3,15 @@
 public struct EntitySchema: Sendable, Equatable {
     /// The name the store knows the entity by.
     public var name: String
-    /// Stored properties, `id` excluded, in declaration order.
+    /// Stored properties and relations, `id` excluded, in declaration order.
     public var properties: [PropertySchema]
+    /// Backlinks: views over other entities' relations, not stored.
+    public var backlinks: [BacklinkSchema]
 
-    public init(name: String, properties: [PropertySchema]) {
+    public init(name: String, properties: [PropertySchema], backlinks: [BacklinkSchema] = []) {
         self.name = name
         self.properties = properties
+        self.backlinks = backlinks
     }
 }
 
@@ -22,12 +25,25 @@ public struct PropertySchema: Sendable, Equatable {
     public var isOptional: Bool
     /// The name the values were stored under before a rename (`@Renamed(from:)`).
     public var renamedFrom: String?
+    /// For a relation, the entity name of its target.
+    public var target: String?
 
-    public init(name: String, type: PropertyType, isOptional: Bool, renamedFrom: String? = nil) {
+    public init(name: String, type: PropertyType, isOptional: Bool, renamedFrom: String? = nil, target: String? = nil) {
         self.name = name
         self.type = type
         self.isOptional = isOptional
         self.renamedFrom = renamedFrom
+        self.target = target
+    }
+
+    /// The schema of a to-one relation.
+    public init<Root, T: Entity>(name: String, keyPath: KeyPath<Root, ToOne<T>>, renamedFrom: String? = nil) {
+        self.init(name: name, type: .toOne, isOptional: true, renamedFrom: renamedFrom, target: T._strataEntityName)
+    }
+
+    /// The schema of a standalone to-many relation.
+    public init<Root, T: Entity>(name: String, keyPath: KeyPath<Root, ToMany<T>>, renamedFrom: String? = nil) {
+        self.init(name: name, type: .toMany, isOptional: false, renamedFrom: renamedFrom, target: T._strataEntityName)
     }
 
     /// The schema of a property of a storable type (generated code calls this).
@@ -47,6 +63,27 @@ public struct PropertySchema: Sendable, Equatable {
         self.init(name: name, type: Value.RawValue._strataPropertyType, isOptional: true, renamedFrom: renamedFrom)
     }
 
-    /// "String?" or "Int64": the type as the store sees it, for messages.
-    var typeDescription: String { isOptional ? "\(type)?" : "\(type)" }
+    /// "String?", "Int64" or "ToOne<Customer>": the type as the store sees it, for messages.
+    var typeDescription: String {
+        if let target { return "\(type)<\(target)>" }
+        return isOptional ? "\(type)?" : "\(type)"
+    }
+}
+
+/// A backlink: a to-many view of the objects whose relation `sourceProperty` (a `ToOne` or a
+/// standalone `ToMany` of entity `source`) points at this object.
+public struct BacklinkSchema: Sendable, Equatable {
+    /// The Swift name of the backlink property.
+    public var name: String
+    /// The entity holding the relation.
+    public var source: String
+    /// The relation's property name in `source`.
+    public var sourceProperty: String
+
+    /// The schema of a backlink (generated code calls this).
+    public init<Root, Source: Entity>(name: String, keyPath: KeyPath<Root, ToMany<Source>>, sourceProperty: String) {
+        self.name = name
+        source = Source._strataEntityName
+        self.sourceProperty = sourceProperty
+    }
 }

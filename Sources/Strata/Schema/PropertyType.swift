@@ -16,6 +16,10 @@ public enum PropertyType: UInt8, Sendable, CaseIterable, CustomStringConvertible
     case string = 12
     case date = 13
     case bytes = 14
+    /// A `ToOne`: the target's id (a varint), or null.
+    case toOne = 15
+    /// A standalone `ToMany`: nothing in the object; its edges live in the edges key space.
+    case toMany = 16
 
     public var description: String {
         switch self {
@@ -33,6 +37,8 @@ public enum PropertyType: UInt8, Sendable, CaseIterable, CustomStringConvertible
         case .string: "String"
         case .date: "Date"
         case .bytes: "bytes"
+        case .toOne: "ToOne"
+        case .toMany: "ToMany"
         }
     }
 
@@ -40,10 +46,15 @@ public enum PropertyType: UInt8, Sendable, CaseIterable, CustomStringConvertible
     @inlinable
     var wireType: WireType {
         switch self {
-        case .bool, .int8, .int16, .int32, .int64, .uint8, .uint16, .uint32, .uint64: .varint
+        case .bool, .int8, .int16, .int32, .int64, .uint8, .uint16, .uint32, .uint64, .toOne, .toMany: .varint
         case .float: .fixed32
         case .double, .date: .fixed64
         case .string, .bytes: .lengthDelimited
         }
     }
+}
+
+extension PropertyType {
+    /// Whether the property is a relation (its schema names a target entity).
+    var isRelation: Bool { self == .toOne || self == .toMany }
 }

@@ -81,21 +81,42 @@ public struct Box<T: Entity>: Sendable {
         }
     }
 
+    /// Puts `object` inside `t` (relations use this to put new targets in the same transaction).
+    @discardableResult
+    func put(_ object: inout T, in t: Transaction) throws(StrataError) -> Id {
+        try store(&object, mode: .put, binding: try binding(), in: t)
+    }
+
     private func store(_ object: inout T, mode: PutMode, binding b: EntityBinding, in t: Transaction) throws(StrataError) -> Id {
-        b.encode(object, into: &t.scratch)
-        guard t.scratch.count <= ObjectFormat.maxObjectBytes else {
-            throw .objectTooLarge(entity: b.name, size: t.scratch.count, limit: ObjectFormat.maxObjectBytes)
-        }
         var id = object.id
         let assigned = id == 0
+        var oldTargets: [UInt32: Id] = [:]
         if assigned {
             guard mode != .update else { throw .invalidId(entity: b.name) }
             guard b.lastId < Id.max else { throw .objectExists(entity: b.name, id: Id.max) }
             id = b.lastId + 1
             b.lastId = id
             t.counterAdvanced(b)
+            // The id is given before relations are visited, so that a cycle of new objects
+            // sees it and does not put this object again.
+            object.id = id
+            if T.self is AnyObject.Type { t.assigned(object as AnyObject) }
         } else {
-            let stored = try exists(id, binding: b, in: t)
+            let stored: Bool
+            if b.toOnePropertyIds.isEmpty {
+                stored = try exists(id, binding: b, in: t)
+            } else if let old = try store.objectBytes(ObjectKey(entityId: b.entityId, id: id), in: t) {
+                stored = true
+                do {
+                    oldTargets = try old.withUnsafeBytes { try ObjectBytes.toOneTargets(in: $0, propertyIds: b.toOnePropertyIds) }
+                } catch let failure as CodecFailure {
+                    throw .corruptObject(entity: b.name, id: id, reason: failure.reason)
+                } catch {
+                    throw StrataError(error)
+                }
+            } else {
+                stored = false
+            }
             switch mode {
             case .put, .update:
                 guard stored else { throw .objectNotFound(entity: b.name, id: id) }
@@ -107,12 +128,40 @@ public struct Box<T: Entity>: Sendable {
                 }
             }
         }
+        if b.hasRelations {
+            try visitRelations(of: &object, phase: .beforeWrite, binding: b, id: id, in: t)
+        }
+        b.encode(object, into: &t.scratch)
+        guard t.scratch.count <= ObjectFormat.maxObjectBytes else {
+            if assigned { object.id = 0 }
+            throw .objectTooLarge(entity: b.name, size: t.scratch.count, limit: ObjectFormat.maxObjectBytes)
+        }
         t.scratch.withUnsafeBytes { t.put(ObjectKey(entityId: b.entityId, id: id), value: $0) }
-        if assigned {
-            object.id = id
-            if T.self is AnyObject.Type { t.assigned(object as AnyObject) }
+        if b.hasRelations {
+            try visitRelations(of: &object, phase: .afterWrite(oldTargets: oldTargets), binding: b, id: id, in: t)
         }
         return id
+    }
+
+    private func visitRelations(of object: inout T, phase: RelationVisitor.Phase, binding b: EntityBinding, id: Id,
+                                in t: Transaction) throws(StrataError) {
+        var visitor = RelationVisitor(phase: phase, store: store, transaction: t, binding: b, ownerId: id)
+        do { try object._strataVisitRelations(&visitor) } catch { throw StrataError(error) }
+    }
+
+    /// Whether removing objects of this entity needs inverse maintenance (it has relations, or
+    /// other entities' relations point at it).
+    private func removalTouchesGraph(_ b: EntityBinding) -> Bool {
+        b.hasRelations || !store.relations(targeting: b.name).isEmpty
+            || store.record(named: b.name)?.properties.contains { !$0.isRemoved && $0.type.isRelation } == true
+    }
+
+    private func removeStored(_ id: Id, binding b: EntityBinding, graph: Bool, in t: Transaction) throws(StrataError) {
+        if graph {
+            try InverseMaintenance.removeObject(entityName: b.name, id: id, in: t)
+        } else {
+            t.remove(ObjectKey(entityId: b.entityId, id: id))
+        }
     }
 
     /// Removes the object with `id`; returns whether it was stored.
@@ -120,9 +169,10 @@ public struct Box<T: Entity>: Sendable {
     public func remove(_ id: Id) throws(StrataError) -> Bool {
         let b = try binding()
         guard id != 0 else { throw .invalidId(entity: b.name) }
+        let graph = removalTouchesGraph(b)
         return try store.write { t in
             guard try exists(id, binding: b, in: t) else { return false }
-            t.remove(ObjectKey(entityId: b.entityId, id: id))
+            try removeStored(id, binding: b, graph: graph, in: t)
             return true
         }
     }
@@ -138,10 +188,11 @@ public struct Box<T: Entity>: Sendable {
     public func remove(_ ids: [Id]) throws(StrataError) -> Int {
         let b = try binding()
         if ids.contains(0) { throw .invalidId(entity: b.name) }
+        let graph = removalTouchesGraph(b)
         return try store.write { t in
             var n = 0
             for id in ids where try exists(id, binding: b, in: t) {
-                t.remove(ObjectKey(entityId: b.entityId, id: id))
+                try removeStored(id, binding: b, graph: graph, in: t)
                 n += 1
             }
             return n
@@ -153,10 +204,11 @@ public struct Box<T: Entity>: Sendable {
     @discardableResult
     public func removeAll() throws(StrataError) -> Int {
         let b = try binding()
+        let graph = removalTouchesGraph(b)
         return try store.write { t in
             var ids: [Id] = []
             try forEach(binding: b, in: t) { id, _ in ids.append(id); return true }
-            for id in ids { t.remove(ObjectKey(entityId: b.entityId, id: id)) }
+            for id in ids { try removeStored(id, binding: b, graph: graph, in: t) }
             return ids.count
         }
     }
@@ -189,7 +241,7 @@ public struct Box<T: Entity>: Sendable {
         return try store.read(consistent: false) { t in
             var out: [T] = []
             try forEach(binding: b, in: t) { id, bytes in
-                out.append(try b.decode(T.self, id: id, from: bytes))
+                out.append(try b.decode(T.self, id: id, from: bytes, store: store))
                 return true
             }
             return out
@@ -231,13 +283,13 @@ public struct Box<T: Entity>: Sendable {
             switch t.lookup(key) {
             case .removed: return nil
             case let .value(r):
-                return try t.arena.withUnsafeBytes { try b.decode(T.self, id: id, from: UnsafeRawBufferPointer(rebasing: $0[r])) }
+                return try t.arena.withUnsafeBytes { try b.decode(T.self, id: id, from: UnsafeRawBufferPointer(rebasing: $0[r]), store: store) }
             case .absent: break
             }
         }
         return try key.withBytes { k in
             try store.engine.withValue(forKey: k, in: store.objects, snapshot: t?.snapshot) { v in
-                try b.decode(T.self, id: id, from: v)
+                try b.decode(T.self, id: id, from: v, store: store)
             }
         }
     }

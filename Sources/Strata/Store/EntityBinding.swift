@@ -8,12 +8,21 @@ final class EntityBinding: @unchecked Sendable {
     /// Stored property id → declared position, or -1.
     let fieldMap: [Int32]
     let typeIdentifier: ObjectIdentifier
+    /// Backlinks declared by the type, in declaration order.
+    let backlinks: [BacklinkSchema]
+    /// Stored ids of the type's to-one properties.
+    let toOnePropertyIds: [UInt32]
+    /// Whether the type declares any relation or backlink: puts and reads then visit them.
+    let hasRelations: Bool
     /// The last object id assigned. Read and written only by the transaction holding the
     /// store's write lock (hence `@unchecked Sendable`).
     var lastId: Id
 
-    init(name: String, entityId: UInt32, propertyIds: [UInt32], typeIdentifier: ObjectIdentifier, lastId: Id) {
-        self.name = name
+    init(schema: EntitySchema, entityId: UInt32, propertyIds: [UInt32], typeIdentifier: ObjectIdentifier, lastId: Id) {
+        name = schema.name
+        backlinks = schema.backlinks
+        toOnePropertyIds = zip(schema.properties, propertyIds).filter { $0.0.type == .toOne }.map(\.1)
+        hasRelations = !schema.backlinks.isEmpty || schema.properties.contains { $0.type.isRelation }
         self.entityId = entityId
         self.propertyIds = propertyIds
         var map = [Int32](repeating: -1, count: Int(propertyIds.max() ?? 0) + 1)
@@ -33,10 +42,11 @@ final class EntityBinding: @unchecked Sendable {
     }
 
     /// Decodes stored bytes; decoding failures name the entity and id.
-    func decode<T: Entity>(_ type: T.Type, id: Id, from bytes: UnsafeRawBufferPointer) throws(StrataError) -> T {
+    func decode<T: Entity>(_ type: T.Type, id: Id, from bytes: UnsafeRawBufferPointer, store: Store) throws(StrataError) -> T {
         do {
+            let context = hasRelations ? RelationContext(store: store, binding: self, ownerId: id) : nil
             return try fieldMap.withUnsafeBufferPointer { map in
-                var reader = try ObjectReader(bytes: bytes, fieldMap: map)
+                var reader = try ObjectReader(bytes: bytes, fieldMap: map, context: context)
                 return try T._strataDecode(id: id, from: &reader)
             }
         } catch let failure as CodecFailure {
@@ -44,5 +54,18 @@ final class EntityBinding: @unchecked Sendable {
         } catch {
             throw StrataError(error)
         }
+    }
+}
+
+/// What relations read lazily from: the store, and the object that holds them.
+final class RelationContext {
+    let store: Store
+    let binding: EntityBinding
+    let ownerId: Id
+
+    init(store: Store, binding: EntityBinding, ownerId: Id) {
+        self.store = store
+        self.binding = binding
+        self.ownerId = ownerId
     }
 }

@@ -29,6 +29,8 @@ public final class Store: @unchecked Sendable {
     let engine: Engine
     let objects: KeySpace
     let meta: KeySpace
+    /// Nil only in a read-only store created before it had relations: no edges then.
+    let edges: KeySpace?
     /// Serialises write transactions.
     private let writeLock = ConditionLock()
     private let catalog: LockedValue<Catalog>
@@ -51,13 +53,14 @@ public final class Store: @unchecked Sendable {
         var engineOptions = options.engine
         engineOptions.durability = options.durability
         engineOptions.readOnly = options.readOnly
-        engineOptions.keySpaces = options.readOnly ? [] : [ObjectFormat.objectsKeySpace, ObjectFormat.metaKeySpace]
+        engineOptions.keySpaces = options.readOnly ? [] : [ObjectFormat.objectsKeySpace, ObjectFormat.metaKeySpace, ObjectFormat.edgesKeySpace]
         do {
             let engine = try Engine.open(directory: directoryPath, options: engineOptions)
             self.engine = engine
             do {
                 objects = try Self.keySpace(ObjectFormat.objectsKeySpace, in: engine)
                 meta = try Self.keySpace(ObjectFormat.metaKeySpace, in: engine)
+                edges = engine.existingKeySpace(named: ObjectFormat.edgesKeySpace)
                 catalog = LockedValue(try Self.loadCatalog(engine: engine, meta: meta, readOnly: options.readOnly,
                                                            durability: options.durability))
             } catch {
@@ -184,8 +187,22 @@ public final class Store: @unchecked Sendable {
         c.records[schema.name] = record
         c.nextEntityId = max(c.nextEntityId, record.entityId + 1)
         c.boundNames[schema.name] = typeId
-        return EntityBinding(name: schema.name, entityId: record.entityId, propertyIds: ids, typeIdentifier: typeId,
+        return EntityBinding(schema: schema, entityId: record.entityId, propertyIds: ids, typeIdentifier: typeId,
                              lastId: c.lastIds[record.entityId] ?? 0)
+    }
+
+    /// The persisted record of an entity, by name.
+    func record(named name: String) -> EntityRecord? {
+        catalog.withLock { $0.records[name] }
+    }
+
+    /// Every live relation property (of any entity) whose target is entity `name`.
+    func relations(targeting name: String) -> [(entityId: UInt32, property: EntityRecord.Property)] {
+        catalog.withLock { c in
+            c.records.values.flatMap { r in
+                r.properties.filter { !$0.isRemoved && $0.type.isRelation && $0.target == name }.map { (r.entityId, $0) }
+            }
+        }
     }
 
     /// Runs `body` in one atomic write transaction: everything it writes through boxes is

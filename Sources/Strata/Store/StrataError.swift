@@ -26,6 +26,12 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
     case duplicateEntityName(String)
     /// Stored bytes of an object do not decode.
     case corruptObject(entity: String, id: Id, reason: String)
+    /// A relation's stored edges do not read.
+    case corruptRelation(reason: String)
+    /// A relation or backlink names a property the store does not know as a relation.
+    case unknownRelation(entity: String, property: String)
+    /// An embedded object or relation target was used in a way the store cannot take.
+    case invalidRelation(reason: String)
     /// The store's catalog does not read.
     case corruptCatalog(reason: String)
     /// The store was written by a newer object format than this build reads.
@@ -49,6 +55,9 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .duplicateEntityName(name): "two types are declared as entity \"\(name)\""
         case let .corruptObject(entity, id, reason): "\(entity) with id \(id) does not decode: \(reason)"
         case let .corruptCatalog(reason): "the store's catalog is damaged: \(reason)"
+        case let .corruptRelation(reason): "relation edges are damaged: \(reason)"
+        case let .unknownRelation(entity, property): "\(entity).\(property) is not a relation the store knows"
+        case let .invalidRelation(reason): "invalid relation: \(reason)"
         case let .unsupportedFormatVersion(found, supported):
             "the store has object format version \(found); this build reads up to \(supported)"
         case .readOnly: "write refused: the store or transaction is read-only"

@@ -32,6 +32,8 @@ final class Transaction {
     @exclusivity(unchecked) private(set) var arena: [UInt8] = []
     /// Encoding buffer, reused for every object of the transaction.
     @exclusivity(unchecked) var scratch: [UInt8] = []
+    /// Pending edge writes: a value, or nil for a removal.
+    @exclusivity(unchecked) private(set) var pendingEdges: [EdgeKey: [UInt8]?] = [:]
     /// Entities whose id counter moved; their counters are written with the commit.
     private var advancedCounters: [UInt32: EntityBinding] = [:]
     /// Class objects whose id this transaction assigned: reset to 0 if it rolls back.
@@ -77,6 +79,14 @@ final class Transaction {
         pending.lazy.filter { $0.key.entityId == entityId }.map { ($0.key.id, $0.value) }.sorted { $0.id < $1.id }
     }
 
+    func putEdge(_ key: EdgeKey, _ value: [UInt8] = []) {
+        pendingEdges[key] = .some(value)
+    }
+
+    func removeEdge(_ key: EdgeKey) {
+        pendingEdges[key] = .some(nil)
+    }
+
     func counterAdvanced(_ binding: EntityBinding) {
         advancedCounters[binding.entityId] = binding
     }
@@ -91,7 +101,7 @@ final class Transaction {
 
     /// Writes everything in one atomic batch, with the id counters that moved.
     func commit(durability: Durability) throws {
-        if pending.isEmpty && advancedCounters.isEmpty { return }
+        if pending.isEmpty && advancedCounters.isEmpty && pendingEdges.isEmpty { return }
         var batch = WriteBatch()
         arena.withUnsafeBytes { arenaBytes in
             for p in pending {
@@ -103,6 +113,11 @@ final class Transaction {
                     }
                 }
             }
+        }
+        for (key, value) in pendingEdges {
+            let k = key.bytes
+            guard let edges = store.edges else { break }
+            if let value { batch.put(k, value, in: edges) } else { batch.delete(k, in: edges) }
         }
         for (entityId, binding) in advancedCounters {
             withUnsafeBytes(of: binding.lastId.littleEndian) { v in
@@ -120,5 +135,6 @@ final class Transaction {
         assignedObjects.removeAll()
         pending.removeAll()
         pendingIndex.removeAll()
+        pendingEdges.removeAll()
     }
 }

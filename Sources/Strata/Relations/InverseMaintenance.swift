@@ -1,0 +1,80 @@
+import StrataStorage
+
+/// What removing an object does to the graph, inside the removing transaction: its outgoing
+/// edges go; every to-one elsewhere that pointed at it becomes nil and every to-many that held
+/// it no longer does. Objects at the other ends are never removed. Works from the catalog and
+/// the stored bytes, so it covers entities this session never opened a box for.
+enum InverseMaintenance {
+    static func removeObject(entityName: String, id: Id, in t: Transaction) throws(StrataError) {
+        let store = t.store
+        guard let record = store.record(named: entityName) else { return }
+        let key = ObjectKey(entityId: record.entityId, id: id)
+        guard let bytes = try store.objectBytes(key, in: t) else { return }
+
+        // Outgoing to-ones: their backlink entries.
+        let toOnes = record.properties.filter { !$0.isRemoved && $0.type == .toOne }.map(\.id)
+        let targets = try decoding(entityName, id) {
+            try bytes.withUnsafeBytes { try ObjectBytes.toOneTargets(in: $0, propertyIds: toOnes) }
+        }
+        for (propertyId, target) in targets where target != 0 {
+            t.removeEdge(EdgeKey(kind: .toOneBacklink, entityId: record.entityId, propertyId: propertyId, a: target, b: id))
+        }
+        // Outgoing standalone to-manys: the list and each target's reverse entry.
+        for property in record.properties where !property.isRemoved && property.type == .toMany {
+            for target in try store.toManyList(entityId: record.entityId, propertyId: property.id, source: id, in: t) {
+                t.removeEdge(EdgeKey(kind: .toManyBacklink, entityId: record.entityId, propertyId: property.id, a: target, b: id))
+            }
+            t.removeEdge(EdgeKey(kind: .toManyList, entityId: record.entityId, propertyId: property.id, a: id, b: 0))
+        }
+        // Incoming relations: clear them in their sources.
+        for (sourceEntity, property) in store.relations(targeting: entityName) {
+            if property.type == .toOne {
+                let prefix = EdgeKey(kind: .toOneBacklink, entityId: sourceEntity, propertyId: property.id, a: id, b: 0)
+                for source in try store.edgeSources(sharingPrefixWith: prefix, in: t) {
+                    let sourceKey = ObjectKey(entityId: sourceEntity, id: source)
+                    if let sourceBytes = try store.objectBytes(sourceKey, in: t) {
+                        let cleared = try decoding(entityName, source) { try ObjectBytes.clearingField(property.id, in: sourceBytes) }
+                        cleared.withUnsafeBytes { t.put(sourceKey, value: $0) }
+                    }
+                    t.removeEdge(EdgeKey(kind: .toOneBacklink, entityId: sourceEntity, propertyId: property.id, a: id, b: source))
+                }
+            } else {
+                let prefix = EdgeKey(kind: .toManyBacklink, entityId: sourceEntity, propertyId: property.id, a: id, b: 0)
+                for source in try store.edgeSources(sharingPrefixWith: prefix, in: t) {
+                    let list = try store.toManyList(entityId: sourceEntity, propertyId: property.id, source: source, in: t)
+                        .filter { $0 != id }
+                    let listKey = EdgeKey(kind: .toManyList, entityId: sourceEntity, propertyId: property.id, a: source, b: 0)
+                    if list.isEmpty { t.removeEdge(listKey) } else { t.putEdge(listKey, EdgeList.encode(list)) }
+                    t.removeEdge(EdgeKey(kind: .toManyBacklink, entityId: sourceEntity, propertyId: property.id, a: id, b: source))
+                }
+            }
+        }
+        t.remove(key)
+    }
+
+    private static func decoding<R>(_ entity: String, _ id: Id, _ body: () throws -> R) throws(StrataError) -> R {
+        do { return try body() } catch let failure as CodecFailure {
+            throw .corruptObject(entity: entity, id: id, reason: failure.reason)
+        } catch {
+            throw StrataError(error)
+        }
+    }
+}
+
+extension Store {
+    /// A copy of an object's stored bytes as transaction `t` sees them.
+    func objectBytes(_ key: ObjectKey, in t: Transaction?) throws(StrataError) -> [UInt8]? {
+        if let t, t.isWrite {
+            switch t.lookup(key) {
+            case .removed: return nil
+            case let .value(r): return Array(t.arena[r])
+            case .absent: break
+            }
+        }
+        do {
+            return try key.withBytes { k in try engine.withValue(forKey: k, in: objects, snapshot: t?.snapshot) { Array($0) } }
+        } catch {
+            throw StrataError(error)
+        }
+    }
+}

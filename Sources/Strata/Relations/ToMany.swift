@@ -1,0 +1,234 @@
+/// A to-many relation: a lazily loaded, cached, ordered collection of related objects with
+/// change tracking. Either standalone (its own edges, N:M, insertion order kept) or a
+/// `@Backlink` view of another entity's `ToOne` (1:N) or standalone `ToMany` (N:M).
+///
+/// ```swift
+/// student.teachers.append(teacher)          // new teachers are put by applyToDb()
+/// student.teachers.remove(at: 0)
+/// try student.teachers.applyToDb()           // writes only the changes
+/// for s in teacher.students { … }            // backlink: one prefix scan
+/// customer.orders.replace([newOrder, oldOrder]); try customer.orders.applyToDb()
+/// ```
+///
+/// Resolved on first access, then cached: later changes made elsewhere are not seen until
+/// ``reset()``. Removing objects from a to-many never removes the objects. Modifying a
+/// backlink of a `ToOne` rewrites that `ToOne` in the objects added or removed, and puts them.
+public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplaceableCollection,
+    ExpressibleByNilLiteral, ExpressibleByArrayLiteral {
+    enum Role {
+        /// Not read from or put to a store yet.
+        case unattached
+        /// A standalone to-many of the owner's entity.
+        case standalone(entityId: UInt32, propertyId: UInt32)
+        /// A backlink over `source.sourceProperty`.
+        case backlink(BacklinkSchema)
+    }
+
+    private(set) var role = Role.unattached
+    private(set) var store: Store?
+    private(set) var ownerId: Id = 0
+    private var items: [Element] = []
+    private var isLoaded = true
+    /// Ids as last read from or written to the store: what `applyToDb` compares against.
+    private var baseline: [Id] = []
+    private(set) var hasChanges = false
+
+    public required init() {}
+    public init(nilLiteral: ()) {}
+    public required init(arrayLiteral elements: Element...) {
+        items = elements
+        hasChanges = !elements.isEmpty
+    }
+
+    // MARK: Collection
+
+    public typealias Index = Int
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { loaded.count }
+    public subscript(position: Int) -> Element { loaded[position] }
+
+    private var loaded: [Element] {
+        if !isLoaded { try? load() }
+        return items
+    }
+
+    public func replaceSubrange<C: Collection>(_ subrange: Range<Int>, with newElements: C) where C.Element == Element {
+        if !isLoaded { try? load() }
+        items.replaceSubrange(subrange, with: newElements)
+        hasChanges = true
+    }
+
+    // Class methods (not the protocol's `mutating` ones), so that a to-many held by a `let`
+    // struct or class can be edited, as ObjectBox's examples do.
+
+    public func append(_ element: Element) { replaceSubrange(endIndex..<endIndex, with: CollectionOfOne(element)) }
+    public func append<S: Sequence>(contentsOf elements: S) where S.Element == Element {
+        replaceSubrange(endIndex..<endIndex, with: Array(elements))
+    }
+    public func insert(_ element: Element, at i: Int) { replaceSubrange(i..<i, with: CollectionOfOne(element)) }
+    @discardableResult
+    public func remove(at i: Int) -> Element {
+        let e = self[i]
+        replaceSubrange(i..<(i + 1), with: EmptyCollection())
+        return e
+    }
+    public func removeAll(where shouldRemove: (Element) throws -> Bool) rethrows {
+        let kept = try loaded.filter { !(try shouldRemove($0)) }
+        replaceSubrange(startIndex..<endIndex, with: kept)
+    }
+    public func removeAll() { replaceSubrange(startIndex..<endIndex, with: EmptyCollection()) }
+
+    /// Replaces every element (pass `[]` to clear the relation).
+    public func replace<S: Sequence>(_ elements: S) where S.Element == Element {
+        replaceSubrange(startIndex..<endIndex, with: Array(elements))
+    }
+
+    // MARK: store
+
+    /// Reads the relation from the store now (it is otherwise read on first access); throws
+    /// what the read throws.
+    public func load() throws(StrataError) {
+        guard let store, case let .some(ids) = try storedIds(store: store, in: TransactionContext.current(for: store)) else {
+            isLoaded = true
+            return
+        }
+        items = try store.box(for: Element.self).get(ids)
+        baseline = items.map(\.id)
+        isLoaded = true
+        hasChanges = false
+    }
+
+    /// Drops the cache and any unapplied change: the next access reads the store again.
+    public func reset() {
+        guard store != nil else { return }
+        items = []
+        baseline = []
+        isLoaded = false
+        hasChanges = false
+    }
+
+    /// Whether the elements are in memory, so that iterating does no store read.
+    public var isResolved: Bool { isLoaded }
+
+    /// Writes the changes made since the relation was read (or last applied) in one
+    /// transaction, putting new objects first. Only the changes are written.
+    public func applyToDb() throws(StrataError) {
+        guard let store, ownerId != 0 else {
+            throw .invalidRelation(reason: "ToMany<\(Element.self)> has no stored owner: put the object holding it first")
+        }
+        try store.write { t in try apply(in: t, store: store) }
+    }
+
+    /// The ids the store holds for this relation; nil when unattached.
+    private func storedIds(store: Store, in t: Transaction?) throws(StrataError) -> [Id]? {
+        switch role {
+        case .unattached:
+            return nil
+        case let .standalone(entityId, propertyId):
+            return try store.toManyList(entityId: entityId, propertyId: propertyId, source: ownerId, in: t)
+        case let .backlink(schema):
+            let (kind, entityId, propertyId) = try Self.resolve(schema, in: store)
+            let prefix = EdgeKey(kind: kind, entityId: entityId, propertyId: propertyId, a: ownerId, b: 0)
+            return try store.edgeSources(sharingPrefixWith: prefix, in: t)
+        }
+    }
+
+    /// The stored relation a backlink reads: its edge kind, entity and property ids.
+    static func resolve(_ schema: BacklinkSchema, in store: Store) throws(StrataError) -> (EdgeKey.Kind, UInt32, UInt32) {
+        guard let record = store.record(named: schema.source),
+              let property = record.properties.first(where: { !$0.isRemoved && $0.name == schema.sourceProperty }),
+              property.type.isRelation else {
+            // The source entity was never stored: no edges can exist yet.
+            if store.record(named: schema.source) == nil { return (.toOneBacklink, 0, 0) }
+            throw .unknownRelation(entity: schema.source, property: schema.sourceProperty)
+        }
+        return (property.type == .toOne ? .toOneBacklink : .toManyBacklink, record.entityId, property.id)
+    }
+
+    func attachStandalone(store: Store, entityId: UInt32, propertyId: UInt32, ownerId: Id) {
+        let wasUnattached = self.store == nil
+        self.store = store
+        self.ownerId = ownerId
+        role = .standalone(entityId: entityId, propertyId: propertyId)
+        if wasUnattached && !hasChanges && items.isEmpty { isLoaded = false }
+    }
+
+    func attachBacklink(store: Store, schema: BacklinkSchema, ownerId: Id) {
+        let wasUnattached = self.store == nil
+        self.store = store
+        self.ownerId = ownerId
+        role = .backlink(schema)
+        if wasUnattached && !hasChanges && items.isEmpty { isLoaded = false }
+    }
+
+    /// Writes pending changes inside `t`.
+    func apply(in t: Transaction, store: Store) throws(StrataError) {
+        guard hasChanges else { return }
+        let box = store.box(for: Element.self)
+        // The relation's state before these changes, as the store holds it.
+        let before = try storedIds(store: store, in: t) ?? []
+        switch role {
+        case .unattached:
+            return
+        case let .standalone(entityId, propertyId):
+            for i in items.indices where items[i].id == 0 { try box.put(&items[i], in: t) }
+            let ids = items.map(\.id)
+            let listKey = EdgeKey(kind: .toManyList, entityId: entityId, propertyId: propertyId, a: ownerId, b: 0)
+            if ids.isEmpty { t.removeEdge(listKey) } else { t.putEdge(listKey, EdgeList.encode(ids)) }
+            let now = Set(ids), then = Set(before)
+            for target in then.subtracting(now) {
+                t.removeEdge(EdgeKey(kind: .toManyBacklink, entityId: entityId, propertyId: propertyId, a: target, b: ownerId))
+            }
+            for target in now.subtracting(then) {
+                t.putEdge(EdgeKey(kind: .toManyBacklink, entityId: entityId, propertyId: propertyId, a: target, b: ownerId))
+            }
+        case let .backlink(schema):
+            let (kind, entityId, propertyId) = try Self.resolve(schema, in: store)
+            guard entityId != 0 || items.isEmpty else {
+                throw .unknownRelation(entity: schema.source, property: schema.sourceProperty)
+            }
+            let field = Element._strataSchema.properties.firstIndex { $0.name == schema.sourceProperty }
+            guard let field else { throw .unknownRelation(entity: schema.source, property: schema.sourceProperty) }
+            let removed = Set(before).subtracting(items.map(\.id))
+            if kind == .toOneBacklink {
+                // Rewrite the ToOne of every object added or removed, and put it.
+                for i in items.indices where !before.contains(items[i].id) || items[i].id == 0 {
+                    try RelationVisitor.assignToOne(of: &items[i], field: field, to: ownerId, store: store)
+                    try box.put(&items[i], in: t)
+                }
+                for id in removed {
+                    guard var source = try box.get(id) else { continue }
+                    try RelationVisitor.assignToOne(of: &source, field: field, to: nil, store: store)
+                    try box.put(&source, in: t)
+                }
+            } else {
+                // Edit the sources' own to-many lists.
+                for i in items.indices where items[i].id == 0 { try box.put(&items[i], in: t) }
+                let added = Set(items.map(\.id)).subtracting(before)
+                for source in added {
+                    var list = try store.toManyList(entityId: entityId, propertyId: propertyId, source: source, in: t)
+                    if !list.contains(ownerId) { list.append(ownerId) }
+                    t.putEdge(EdgeKey(kind: .toManyList, entityId: entityId, propertyId: propertyId, a: source, b: 0), EdgeList.encode(list))
+                    t.putEdge(EdgeKey(kind: .toManyBacklink, entityId: entityId, propertyId: propertyId, a: ownerId, b: source))
+                }
+                for source in removed {
+                    let list = try store.toManyList(entityId: entityId, propertyId: propertyId, source: source, in: t).filter { $0 != ownerId }
+                    let listKey = EdgeKey(kind: .toManyList, entityId: entityId, propertyId: propertyId, a: source, b: 0)
+                    if list.isEmpty { t.removeEdge(listKey) } else { t.putEdge(listKey, EdgeList.encode(list)) }
+                    t.removeEdge(EdgeKey(kind: .toManyBacklink, entityId: entityId, propertyId: propertyId, a: ownerId, b: source))
+                }
+            }
+        }
+        baseline = items.map(\.id)
+        hasChanges = false
+        isLoaded = true
+    }
+
+    /// Called by a prefetch: the elements are known without a read.
+    func prefetched(_ elements: [Element]) {
+        items = elements
+        baseline = elements.map(\.id)
+        isLoaded = true
+        hasChanges = false
+    }
+}

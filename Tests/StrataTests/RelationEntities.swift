@@ -1,0 +1,61 @@
+import Strata
+
+// The seed documents' models, as Strata declares them (ObjectBox Swift relations; Realm's and
+// AutoDB's examples have the same shapes).
+
+@Entity
+final class Buyer {
+    var id: Id = 0
+    var name = ""
+    @Backlink(\Purchase.buyer) var purchases: ToMany<Purchase> = nil
+
+    init(name: String) { self.name = name }
+}
+
+@Entity
+final class Purchase {
+    var id: Id = 0
+    var summary = ""
+    var buyer: ToOne<Buyer> = nil
+
+    init(summary: String, buyer: Buyer? = nil) {
+        self.summary = summary
+        self.buyer = ToOne(target: buyer)
+    }
+}
+
+@Entity
+final class Student {
+    var id: Id = 0
+    var name = ""
+    var teachers: ToMany<Teacher> = nil
+
+    init(name: String) { self.name = name }
+}
+
+@Entity
+final class Teacher {
+    var id: Id = 0
+    var name = ""
+    @Backlink(\Student.teachers) var students: ToMany<Student> = nil
+
+    init(name: String) { self.name = name }
+}
+
+@Entity
+final class TreeNode {
+    var id: Id = 0
+    var name = ""
+    var parent: ToOne<TreeNode> = nil
+    @Backlink(\TreeNode.parent) var children: ToMany<TreeNode> = nil
+
+    init(name: String) { self.name = name }
+}
+
+/// A struct entity with relations (ObjectBox's "Using Relations with Structs").
+@Entity
+struct Pupil {
+    var id: Id = 0
+    var name = ""
+    var teachers: ToMany<Teacher> = nil
+}
