@@ -27,9 +27,9 @@ public struct RelationVisitor {
             if var target = relation.assignedTarget, target.id == 0 {
                 try store.box(for: T.self).put(&target, in: t)
                 relation.assignedTarget = target
-            } else if let targetId = relation.targetId, relation.assignedTarget == nil,
-                      try !store.box(for: T.self).contains(targetId) {
-                // A relation set by id must point at a stored object: no dangling ids.
+            } else if let targetId = relation.targetId, try !store.box(for: T.self).contains(targetId) {
+                // A relation must point at a stored object (one removed since it was assigned,
+                // or an id that never existed, would dangle).
                 throw StrataError.objectNotFound(entity: T._strataEntityName, id: targetId)
             }
         case let .afterWrite(oldTargets):
