@@ -1,74 +1,105 @@
 import Foundation
 import Strata
 
-/// `strata demo [DIR]`: stores entities, shows transactions (one commits, one rolls back),
-/// closes the store, reopens it and shows that the data survived.
+/// `strata demo [DIR]`: builds the seed documents' example graphs (customers and orders,
+/// students and teachers, a tree) in a fresh store, traverses them both ways, removes objects
+/// (references are cleared, targets kept), rolls a transaction back, then reopens the store and
+/// shows that everything survived.
 enum DemoCommand {
     static func run(directory: String) throws {
         print("Strata demo in \(directory)")
         do {
             let store = try Store(directoryPath: directory)
+            try clear(store)
             let customers = store.box(for: Customer.self)
             let orders = store.box(for: Order.self)
-            let notes = store.box(for: Note.self)
-            // Start from an empty store when the directory holds an earlier demo.
-            try store.runInTransaction {
-                try orders.removeAll()
-                try customers.removeAll()
-                try notes.removeAll()
-            }
 
+            print("\n1:N: customers and orders (ToOne with a backlink)")
             let ada = Customer(name: "Ada", email: "ada@example.com")
             let grace = Customer(name: "Grace")
-            try customers.put([ada, grace])
-            print("put 2 customers: Ada got id \(ada.id), Grace id \(grace.id)")
+            let orderIds = try orders.put([
+                Order(summary: "Analytical engine parts", amount: 1_200, customer: ada),
+                Order(summary: "Compiler manual", amount: 45, customer: grace),
+                Order(summary: "Punch cards", amount: 80, customer: ada),
+            ])
+            print("put 3 orders; their new customers were put with them: Ada id \(ada.id), Grace id \(grace.id)")
+            guard let order = try orders.get(orderIds[0]), let adaRead = try customers.get(ada.id) else { throw DemoError.missing }
+            print("order \(order.id) → customer (to-one, loaded lazily): \(order.customer.target?.name ?? "none")")
+            print("Ada → orders (backlink, one prefix scan): \(adaRead.orders.map(\.summary))")
 
-            try store.runInTransaction {
-                try orders.put(Order(summary: "Analytical engine parts", amount: 1_200, customerId: ada.id))
-                try orders.put(Order(summary: "Compiler manual", amount: 45, customerId: grace.id))
-                try orders.put(Order(summary: "Punch cards", amount: 80, customerId: ada.id))
-            }
-            print("one transaction put 3 orders")
+            print("\nN:M: students and teachers (ToMany with a backlink)")
+            let lovelace = Teacher(name: "Prof. Lovelace"), hopper = Teacher(name: "Prof. Hopper")
+            let students = [Student(name: "Alan"), Student(name: "Barbara"), Student(name: "Edsger")]
+            students[0].teachers.append(contentsOf: [lovelace, hopper])
+            students[1].teachers.append(hopper)
+            students[2].teachers.append(lovelace)
+            try store.box(for: Student.self).put(students)
+            for s in try store.box(for: Student.self).all() { print("\(s.name) → teachers: \(s.teachers.map(\.name))") }
+            for t in try store.box(for: Teacher.self).all() { print("\(t.name) → students: \(t.students.map(\.name))") }
 
-            var note = Note(text: "structs get their id through put(&note)")
-            try notes.put(&note)
-            print("note id \(note.id): \(note.text)")
+            print("\nA tree (ToOne to itself, children as its backlink)")
+            let root = TreeNode(name: "root")
+            let docs = TreeNode(name: "docs", parent: root)
+            try store.box(for: TreeNode.self).put([TreeNode(name: "src", parent: root), TreeNode(name: "README", parent: docs)])
+            guard let storedRoot = try store.box(for: TreeNode.self).get(root.id) else { throw DemoError.missing }
+            try printTree(storedRoot, indent: "")
+
+            print("\nRemovals clear references and keep targets")
+            try customers.remove(ada.id)
+            let orphaned = try orders.all().filter { $0.customer.targetId == nil }.map(\.summary)
+            print("removed Ada: her orders remain (\(try orders.count()) orders), now without customer: \(orphaned)")
+            try store.box(for: Teacher.self).remove(hopper.id)
+            let alan = try store.box(for: Student.self).get(students[0].id)
+            print("removed Prof. Hopper: Alan's teachers are now \(alan?.teachers.map(\.name) ?? [])")
+            try store.box(for: TreeNode.self).remove(docs.id)
+            print("removed docs: README's parent is now \(try store.box(for: TreeNode.self).all().first { $0.name == "README" }?.parent.target?.name ?? "nil")")
 
             let attempt = Customer(name: "Never stored")
             do {
                 try store.runInTransaction {
-                    try customers.put(attempt)
-                    try orders.put(Order(summary: "Lost order", amount: 1, customerId: attempt.id))
+                    try orders.put(Order(summary: "Lost order", amount: 1, customer: attempt))
                     throw DemoError.changedMyMind
                 }
             } catch DemoError.changedMyMind {
-                print("a transaction that threw stored nothing: \(try customers.count()) customers, "
-                      + "\(try orders.count()) orders; the rolled-back object's id is back to \(attempt.id)")
+                print("a transaction that threw stored nothing: \(try customers.count()) customer(s), "
+                      + "\(try orders.count()) orders; the rolled-back customer's id is back to \(attempt.id)")
             }
-
-            grace.email = "grace@example.com"
-            try customers.put(grace)
-            let shipped = try orders.all().filter { $0.customerId == ada.id }
-            for order in shipped { order.status = .shipped }
-            try orders.put(shipped)
-            print("updated Grace's email and shipped Ada's \(shipped.count) orders")
+            var note = Note(text: "structs get their id through put(&note)")
+            try store.box(for: Note.self).put(&note)
             store.close()
         }
 
-        print("closed the store; reopening")
+        print("\nclosed the store; reopening")
         let store = try Store(directoryPath: directory)
         defer { store.close() }
         try store.runInReadOnlyTransaction {
-            let orders = try store.box(for: Order.self).all()
             for customer in try store.box(for: Customer.self).all() {
-                print("customer \(customer.id): \(customer.name) <\(customer.email ?? "no email")>")
-                for order in orders where order.customerId == customer.id {
-                    print("  order \(order.id): \(order.summary), \(order.amount), \(order.status.rawValue)")
-                }
+                print("customer \(customer.id) \(customer.name): orders \(customer.orders.map(\.summary))")
             }
+            for order in try store.box(for: Order.self).all() {
+                print("order \(order.id) \(order.summary) (\(order.amount), \(order.status.rawValue)) → \(order.customer.target?.name ?? "no customer")")
+            }
+            for t in try store.box(for: Teacher.self).all() { print("\(t.name) → students: \(t.students.map(\.name))") }
             for note in try store.box(for: Note.self).all() { print("note \(note.id): \(note.text)") }
         }
     }
 
-    enum DemoError: Error { case changedMyMind }
+    /// Starts from an empty store when the directory holds an earlier demo.
+    private static func clear(_ store: Store) throws {
+        try store.runInTransaction {
+            try store.box(for: Order.self).removeAll()
+            try store.box(for: Customer.self).removeAll()
+            try store.box(for: Student.self).removeAll()
+            try store.box(for: Teacher.self).removeAll()
+            try store.box(for: TreeNode.self).removeAll()
+            try store.box(for: Note.self).removeAll()
+        }
+    }
+
+    private static func printTree(_ node: TreeNode, indent: String) throws {
+        print("\(indent)\(node.name)")
+        for child in node.children { try printTree(child, indent: indent + "  ") }
+    }
+
+    enum DemoError: Error { case changedMyMind, missing }
 }

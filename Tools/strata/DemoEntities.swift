@@ -1,14 +1,15 @@
 import Foundation
 import Strata
 
-/// The demo's model: customers and their orders (linked by id until relations arrive), and
-/// notes as a struct entity.
+// The demo's model: the seed documents' examples (ObjectBox's Customer/Order, Student/Teacher
+// and TreeNode), and a struct entity.
+
 @Entity
 final class Customer {
     var id: Id = 0
     var name = ""
     var email: String? = nil
-    var since = Date(timeIntervalSince1970: 0)
+    @Backlink(\Order.customer) var orders: ToMany<Order> = nil
 
     init(name: String, email: String? = nil) {
         self.name = name
@@ -25,13 +26,44 @@ final class Order {
     var id: Id = 0
     var summary = ""
     var amount: Int64 = 0
-    var customerId: Id = 0
     var status = OrderStatus.open
+    var customer: ToOne<Customer> = nil
 
-    init(summary: String, amount: Int64, customerId: Id) {
+    init(summary: String, amount: Int64, customer: Customer? = nil) {
         self.summary = summary
         self.amount = amount
-        self.customerId = customerId
+        self.customer = ToOne(target: customer)
+    }
+}
+
+@Entity
+final class Student {
+    var id: Id = 0
+    var name = ""
+    var teachers: ToMany<Teacher> = nil
+
+    init(name: String) { self.name = name }
+}
+
+@Entity
+final class Teacher {
+    var id: Id = 0
+    var name = ""
+    @Backlink(\Student.teachers) var students: ToMany<Student> = nil
+
+    init(name: String) { self.name = name }
+}
+
+@Entity
+final class TreeNode {
+    var id: Id = 0
+    var name = ""
+    var parent: ToOne<TreeNode> = nil
+    @Backlink(\TreeNode.parent) var children: ToMany<TreeNode> = nil
+
+    init(name: String, parent: TreeNode? = nil) {
+        self.name = name
+        self.parent = ToOne(target: parent)
     }
 }
 
