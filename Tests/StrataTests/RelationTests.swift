@@ -251,3 +251,43 @@ import Testing
         #expect(read.purchases.count == 2)
     }
 }
+
+@Suite struct PrefetchTests {
+    @Test func prefetchReplacesPerObjectReads() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let buyers = (0..<10).map { Buyer(name: "b\($0)") }
+        try store.box(for: Purchase.self).put((0..<100).map { Purchase(summary: "p\($0)", buyer: buyers[$0 % 10]) })
+        let purchases = store.box(for: Purchase.self)
+
+        // Lazy: reading orders reads no customer.
+        var before = store.statistics()
+        let orders = try purchases.all()
+        #expect(store.statistics().objectsRead - before.objectsRead == 100)
+        // Prefetch: one read per distinct customer, then no read at all.
+        before = store.statistics()
+        try purchases.prefetch(\.buyer, for: orders)
+        #expect(store.statistics().objectsRead - before.objectsRead == 10)
+        before = store.statistics()
+        #expect(orders.allSatisfy { $0.buyer.isTargetLoaded })
+        #expect(orders.map { $0.buyer.target!.name } == (0..<100).map { "b\($0 % 10)" })
+        #expect(store.statistics() == before)
+
+        // Backlinks: one prefix scan per owner, each order read once.
+        let owners = try store.box(for: Buyer.self).all()
+        before = store.statistics()
+        try store.box(for: Buyer.self).prefetch(\.purchases, for: owners)
+        #expect(store.statistics().objectsRead - before.objectsRead == 100)
+        #expect(store.statistics().edgesRead - before.edgesRead == 100)
+        before = store.statistics()
+        #expect(owners.map { $0.purchases.count } == Array(repeating: 10, count: 10))
+        #expect(store.statistics() == before)
+
+        // Without prefetch, each backlink is read on first access only.
+        let again = try #require(try store.box(for: Buyer.self).get(owners[0].id))
+        before = store.statistics()
+        _ = again.purchases.count
+        _ = again.purchases.count
+        #expect(store.statistics().objectsRead - before.objectsRead == 10)
+    }
+}

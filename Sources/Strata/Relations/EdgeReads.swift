@@ -7,6 +7,7 @@ extension Store {
     func edgeValue(_ key: EdgeKey, in t: Transaction?) throws(StrataError) -> [UInt8]? {
         if let t, t.isWrite, let pending = t.pendingEdges[key] { return pending }
         guard let edges else { return nil }
+        counters.edgesRead.add(1, ordering: .relaxed)
         do { return try engine.get(key.bytes, in: edges, snapshot: t?.snapshot) } catch { throw StrataError(error) }
     }
 
@@ -20,6 +21,7 @@ extension Store {
                 try it.seekToFirst()
                 while it.isValid {
                     if let key = EdgeKey(bytes: it.key) { ids.append(key.b) }
+                    counters.edgesRead.add(1, ordering: .relaxed)
                     try it.next()
                 }
             } catch {

@@ -224,6 +224,12 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
         isLoaded = true
     }
 
+    /// The ids a prefetch should load; nil when the relation is not attached to a store.
+    func storedIdsForPrefetch(in t: Transaction?) throws(StrataError) -> [Id]? {
+        guard let store, !hasChanges else { return nil }
+        return try storedIds(store: store, in: t)
+    }
+
     /// Called by a prefetch: the elements are known without a read.
     func prefetched(_ elements: [Element]) {
         items = elements

@@ -43,6 +43,7 @@ final class EntityBinding: @unchecked Sendable {
 
     /// Decodes stored bytes; decoding failures name the entity and id.
     func decode<T: Entity>(_ type: T.Type, id: Id, from bytes: UnsafeRawBufferPointer, store: Store) throws(StrataError) -> T {
+        store.counters.objectsRead.add(1, ordering: .relaxed)
         do {
             let context = hasRelations ? RelationContext(store: store, binding: self, ownerId: id) : nil
             return try fieldMap.withUnsafeBufferPointer { map in

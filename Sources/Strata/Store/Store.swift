@@ -31,6 +31,7 @@ public final class Store: @unchecked Sendable {
     let meta: KeySpace
     /// Nil only in a read-only store created before it had relations: no edges then.
     let edges: KeySpace?
+    let counters = StoreCounters()
     /// Serialises write transactions.
     private let writeLock = ConditionLock()
     private let catalog: LockedValue<Catalog>
@@ -137,6 +138,9 @@ public final class Store: @unchecked Sendable {
         guard !isReadOnly else { throw .readOnly }
         do { return try engine.compact() } catch { throw StrataError(error) }
     }
+
+    /// What the store has read since it was opened.
+    public func statistics() -> StoreStatistics { counters.snapshot }
 
     /// Whether ``close()`` was called.
     public var isClosed: Bool { !engine.isOpen }

@@ -1,0 +1,26 @@
+import Synchronization
+
+/// What a store has read since it was opened: lets code (and tests) check that relations load
+/// lazily and that a prefetch replaced per-object reads.
+///
+/// ```swift
+/// let before = store.statistics()
+/// _ = order.customer.target
+/// print(store.statistics().objectsRead - before.objectsRead)   // 1
+/// ```
+public struct StoreStatistics: Sendable, Equatable {
+    /// Objects decoded from stored bytes.
+    public var objectsRead: UInt64
+    /// Relation edges read (backlink entries and to-many lists).
+    public var edgesRead: UInt64
+}
+
+/// The live counters behind ``StoreStatistics``.
+final class StoreCounters: Sendable {
+    let objectsRead = Atomic<UInt64>(0)
+    let edgesRead = Atomic<UInt64>(0)
+
+    var snapshot: StoreStatistics {
+        StoreStatistics(objectsRead: objectsRead.load(ordering: .relaxed), edgesRead: edgesRead.load(ordering: .relaxed))
+    }
+}
