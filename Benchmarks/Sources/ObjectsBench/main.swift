@@ -4,20 +4,50 @@ import Foundation
 // run, alternating systems within each repetition; prints medians and Strata/GRDB ratios.
 //
 //   strata-objects-bench [--flat N] [--reps R] [--only strata|grdb] [--stop-after PHASE]
+//   strata-objects-bench graph [--scale X] [--reps R] [--only strata|grdb]
+//   strata-objects-bench graph-child SYSTEM DIR SCALE      (internal: one run, JSON out)
 //
 // --stop-after ends each run after one phase (put-all, get-all, …): with valgrind's allocation
 // totals at two sizes it gives the allocations per object of the phases up to it.
+
+func graphSizes(scale: Double) -> GraphData.Sizes {
+    var sizes = GraphData.Sizes()
+    sizes.customers = max(1_000, Int(Double(sizes.customers) * scale))
+    sizes.orders = max(1_000, Int(Double(sizes.orders) * scale))
+    sizes.teachers = max(10, Int(Double(sizes.teachers) * scale))
+    sizes.students = max(1_000, Int(Double(sizes.students) * scale))
+    return sizes
+}
+
+if CommandLine.arguments.count == 5, CommandLine.arguments[1] == "graph-child" {
+    let system = CommandLine.arguments[2], dir = CommandLine.arguments[3]
+    let sizes = graphSizes(scale: Double(CommandLine.arguments[4]) ?? 1)
+    do {
+        let m = system == "grdb"
+            ? try runGraph(GRDBGraph.self, directory: dir, sizes: sizes)
+            : try runGraph(StrataGraph.self, directory: dir, sizes: sizes)
+        print(String(decoding: try JSONEncoder().encode(m), as: UTF8.self))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write("graph benchmark failed: \(error)\n".data(using: .utf8)!)
+        exit(1)
+    }
+}
 
 var flatCount = 1_000_000
 var reps = 3
 var only: String?
 var stopAfter: FlatCrudPhase?
 var args = Array(CommandLine.arguments.dropFirst())
+let graphMode = args.first == "graph"
+if graphMode { args.removeFirst() }
+var scale = 1.0
 while args.count >= 2 {
     let flag = args.removeFirst(), value = args.removeFirst()
     switch flag {
     case "--flat": flatCount = Int(value) ?? flatCount
     case "--reps": reps = max(1, Int(value) ?? reps)
+    case "--scale" where (Double(value) ?? 0) > 0: scale = Double(value)!
     case "--only" where ["strata", "grdb"].contains(value): only = value
     case "--stop-after" where FlatCrudPhase(rawValue: value) != nil: stopAfter = FlatCrudPhase(rawValue: value)
     default:
@@ -61,6 +91,11 @@ func runFlat<S: FlatCrudSystem>(_: S.Type, count: Int) throws -> [FlatCrudPhase:
 func median(_ xs: [Double]) -> Double {
     let s = xs.sorted()
     return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+}
+
+if graphMode {
+    runGraphComparison(sizes: graphSizes(scale: scale), scale: scale, reps: reps, only: only)
+    exit(0)
 }
 
 print("flat CRUD, F = \(flatCount), \(reps) repetition(s), medians; release build")

@@ -1,0 +1,102 @@
+import Foundation
+
+/// Runs the graph phases of one system in this (child) process and measures them.
+func runGraph<S: GraphSystem>(_: S.Type, directory: String, sizes: GraphData.Sizes) throws -> GraphMeasurement {
+    let data = GraphData(sizes: sizes)   // drawn before any timing
+    var system = try S(directory: directory)
+    var m = GraphMeasurement()
+    func timed<R>(_ phase: GraphPhase, operations: Int, _ body: () throws -> R) rethrows -> R {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let r = try body()
+        m.seconds[phase.rawValue] = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        m.operations[phase.rawValue] = operations
+        return r
+    }
+    try timed(.insertCustomers, operations: sizes.customers) { try system.insertCustomers(data) }
+    try timed(.insertOrders, operations: sizes.orders) { try system.insertOrders(data) }
+    m.checksums["forward"] = try timed(.forward, operations: data.forward.count) { try system.forward(data) }
+    m.checksums["backlink"] = try timed(.backlink, operations: data.backlink.count) { try system.backlink(data) }
+    m.checksums["prefetch"] = try timed(.prefetch, operations: min(100_000, sizes.orders)) { try system.prefetch(data) }
+    try timed(.insertSchool, operations: sizes.teachers + sizes.students) { try system.insertSchool(data) }
+    m.checksums["many-to-many"] = try timed(.manyToMany, operations: data.manyToMany.count + sizes.teachers) {
+        try system.manyToMany(data)
+    }
+    try timed(.removeCustomers, operations: data.removals.count) { try system.removeCustomers(data) }
+    let (orders, cleared) = try system.verifyRemoval()
+    guard orders == sizes.orders, cleared == data.ordersOfRemovedCustomers else {
+        throw NSError(domain: "bench", code: 3, userInfo: [NSLocalizedDescriptionKey:
+            "\(S.name): \(orders) orders, \(cleared) without customer; expected \(sizes.orders), \(data.ordersOfRemovedCustomers)"])
+    }
+    m.checksums["cleared"] = Int64(cleared)
+    let reopened = try timed(.reopen, operations: 1) { try system.reopen() }
+    guard reopened == sizes.orders else {
+        throw NSError(domain: "bench", code: 4, userInfo: [NSLocalizedDescriptionKey: "\(S.name): \(reopened) orders after reopen"])
+    }
+    system.close()
+    m.diskBytes = directorySize(directory)
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    m.peakRSSBytes = Int64(usage.ru_maxrss) * 1024
+    return m
+}
+
+func directorySize(_ path: String) -> Int64 {
+    let fm = FileManager.default
+    var total: Int64 = 0
+    for name in (try? fm.contentsOfDirectory(atPath: path)) ?? [] {
+        let attributes = try? fm.attributesOfItem(atPath: path + "/" + name)
+        total += (attributes?[.size] as? NSNumber)?.int64Value ?? 0
+    }
+    return total
+}
+
+/// Runs the graph workload of every system in child processes, `reps` times, and prints the
+/// per-phase medians and the Strata/GRDB ratios.
+func runGraphComparison(sizes: GraphData.Sizes, scale: Double, reps: Int, only onlySystem: String?) {
+    let systems: [String] = ["strata", "grdb"].filter { onlySystem == nil || $0 == onlySystem! }
+    var results: [String: [GraphMeasurement]] = [:]
+    for _ in 0..<reps {
+        for name in systems {
+            let dir = NSTemporaryDirectory() + "strata-graph-\(name)-\(UUID().uuidString)"
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+            p.arguments = ["graph-child", name, dir, String(scale)]
+            let out = Pipe()
+            p.standardOutput = out
+            do {
+                try p.run()
+                let bytes = out.fileHandleForReading.readDataToEndOfFile()
+                p.waitUntilExit()
+                guard p.terminationStatus == 0 else { print("\(name) failed (status \(p.terminationStatus))"); exit(1) }
+                results[name, default: []].append(try JSONDecoder().decode(GraphMeasurement.self, from: bytes))
+            } catch {
+                print("\(name) failed: \(error)")
+                exit(1)
+            }
+        }
+    }
+    print("object graph: C=\(sizes.customers) O=\(sizes.orders) T=\(sizes.teachers) S=\(sizes.students), \(reps) repetition(s), medians; release build")
+    print("| phase | Strata ops/s | GRDB ops/s | Strata/GRDB |")
+    print("|---|---:|---:|---:|")
+    for phase in GraphPhase.allCases {
+        func rate(_ system: String) -> Double? {
+            guard let ms = results[system], !ms.isEmpty else { return nil }
+            return median(ms.map { Double($0.operations[phase.rawValue]!) / $0.seconds[phase.rawValue]! })
+        }
+        let s = rate("strata"), g = rate("grdb")
+        let ratio = s.flatMap { s in g.map { String(format: "%.2f×", s / $0) } } ?? "-"
+        func fmt(_ v: Double?) -> String { v.map { $0 >= 100 ? String(Int($0)) : String(format: "%.2f", $0) } ?? "-" }
+        print("| \(phase.rawValue)\(phase == .reopen ? " (per second)" : "") | \(fmt(s)) | \(fmt(g)) | \(ratio) |")
+    }
+    for name in systems {
+        let ms = results[name]!
+        let sums = ms[0].checksums.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        print("\(name): disk \(String(format: "%.1f", median(ms.map { Double($0.diskBytes) / 1e6 }))) MB, "
+              + "peak RSS \(Int(median(ms.map { Double($0.peakRSSBytes) / 1e6 }))) MB; checksums: \(sums)")
+    }
+    if systems.count == 2, results["strata"]![0].checksums != results["grdb"]![0].checksums {
+        print("CHECKSUMS DIFFER: the systems did not do the same work")
+        exit(1)
+    }
+}

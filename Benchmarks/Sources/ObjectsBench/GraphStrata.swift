@@ -1,0 +1,150 @@
+import Foundation
+import Strata
+
+@Entity
+final class GCustomer {
+    var id: Id = 0
+    var name = ""
+    var email = ""
+    @Backlink(\GOrder.customer) var orders: ToMany<GOrder> = nil
+}
+
+@Entity
+final class GOrder {
+    var id: Id = 0
+    var summary = ""
+    var amount: Int64 = 0
+    var date: Int64 = 0
+    var customer: ToOne<GCustomer> = nil
+}
+
+@Entity
+final class GTeacher {
+    var id: Id = 0
+    var name = ""
+    @Backlink(\GStudent.teachers) var students: ToMany<GStudent> = nil
+}
+
+@Entity
+final class GStudent {
+    var id: Id = 0
+    var name = ""
+    var teachers: ToMany<GTeacher> = nil
+}
+
+struct StrataGraph: GraphSystem {
+    static let name = "strata"
+    let directory: String
+    var store: Store
+
+    init(directory: String) throws {
+        self.directory = directory
+        store = try Store(directoryPath: directory)
+    }
+
+    func insertCustomers(_ data: GraphData) throws {
+        let box = store.box(for: GCustomer.self)
+        for chunk in stride(from: 0, to: data.sizes.customers, by: 1_000) {
+            try box.put((chunk..<min(chunk + 1_000, data.sizes.customers)).map { i in
+                let c = GCustomer()
+                c.name = GraphData.customerName(i)
+                c.email = GraphData.customerEmail(i)
+                return c
+            })
+        }
+    }
+
+    func insertOrders(_ data: GraphData) throws {
+        let box = store.box(for: GOrder.self)
+        for chunk in stride(from: 0, to: data.sizes.orders, by: 1_000) {
+            try box.put((chunk..<min(chunk + 1_000, data.sizes.orders)).map { i in
+                let o = GOrder()
+                o.summary = data.orderSummary[i]
+                o.amount = data.orderAmount[i]
+                o.date = data.orderDate[i]
+                o.customer.targetId = Id(data.orderCustomer[i] + 1)
+                return o
+            })
+        }
+    }
+
+    func forward(_ data: GraphData) throws -> Int64 {
+        let box = store.box(for: GOrder.self)
+        var sum: Int64 = 0
+        for i in data.forward {
+            guard let o = try box.get(Id(i + 1)) else { continue }
+            sum += Int64(o.customer.target?.name.utf8.count ?? 0)
+        }
+        return sum
+    }
+
+    func backlink(_ data: GraphData) throws -> Int64 {
+        let box = store.box(for: GCustomer.self)
+        var sum: Int64 = 0
+        for i in data.backlink {
+            guard let c = try box.get(Id(i + 1)) else { continue }
+            for o in c.orders { sum += o.amount }
+        }
+        return sum
+    }
+
+    func prefetch(_ data: GraphData) throws -> Int64 {
+        let box = store.box(for: GOrder.self)
+        let orders = try box.get((1...Id(min(100_000, data.sizes.orders))).map { $0 })
+        try box.prefetch(\.customer, for: orders)
+        var sum: Int64 = 0
+        for o in orders { sum += o.amount + Int64(o.customer.target?.name.utf8.count ?? 0) }
+        return sum
+    }
+
+    func insertSchool(_ data: GraphData) throws {
+        let teachers = (0..<data.sizes.teachers).map { i in
+            let t = GTeacher()
+            t.name = GraphData.teacherName(i)
+            return t
+        }
+        try store.box(for: GTeacher.self).put(teachers)
+        let students = store.box(for: GStudent.self)
+        for chunk in stride(from: 0, to: data.sizes.students, by: 1_000) {
+            try students.put((chunk..<min(chunk + 1_000, data.sizes.students)).map { i in
+                let s = GStudent()
+                s.name = GraphData.studentName(i)
+                s.teachers.append(contentsOf: data.studentTeachers[i].map { teachers[$0] })
+                return s
+            })
+        }
+    }
+
+    func manyToMany(_ data: GraphData) throws -> Int64 {
+        var sum: Int64 = 0
+        let students = store.box(for: GStudent.self)
+        for i in data.manyToMany {
+            guard let s = try students.get(Id(i + 1)) else { continue }
+            for t in s.teachers { sum += Int64(t.id) }
+        }
+        for t in try store.box(for: GTeacher.self).all() {
+            for s in t.students { sum += Int64(s.id) }
+        }
+        return sum
+    }
+
+    func removeCustomers(_ data: GraphData) throws {
+        let box = store.box(for: GCustomer.self)
+        for chunk in stride(from: 0, to: data.removals.count, by: 100) {
+            try box.remove(data.removals[chunk..<min(chunk + 100, data.removals.count)].map { Id($0 + 1) })
+        }
+    }
+
+    func verifyRemoval() throws -> (Int, Int) {
+        let orders = try store.box(for: GOrder.self).all()
+        return (orders.count, orders.filter { $0.customer.targetId == nil }.count)
+    }
+
+    mutating func reopen() throws -> Int {
+        store.close()
+        store = try Store(directoryPath: directory)
+        return try store.box(for: GOrder.self).count()
+    }
+
+    func close() { store.close() }
+}
