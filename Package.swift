@@ -54,13 +54,18 @@ let package = Package(
             dependencies: ["StrataStorage"],
             path: "Tools/strata-torture"
         ),
+        // Helpers every test target shares (seeded generator, temporary directories).
+        .target(
+            name: "StrataTestSupport",
+            path: "Tests/StrataTestSupport"
+        ),
         .testTarget(
             name: "StrataStorageTests",
-            dependencies: ["StrataStorage"]
+            dependencies: ["StrataStorage", "StrataTestSupport"]
         ),
         .testTarget(
             name: "StrataTests",
-            dependencies: ["Strata"]
+            dependencies: ["Strata", "StrataTestSupport"]
         ),
         .testTarget(
             name: "StrataMacrosTests",

@@ -16,9 +16,12 @@ let package = Package(
             name: "CLevelDB",
             providers: [.apt(["libleveldb-dev"]), .brew(["leveldb"])]
         ),
+        // The seeded generator both benchmarks draw from.
+        .target(name: "BenchSupport"),
         .executableTarget(
             name: "strata-bench",
             dependencies: [
+                "BenchSupport",
                 "CLevelDB",
                 .product(name: "StrataStorage", package: "Strata"),
             ],
@@ -27,6 +30,7 @@ let package = Package(
         .executableTarget(
             name: "strata-objects-bench",
             dependencies: [
+                "BenchSupport",
                 .product(name: "Strata", package: "Strata"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

@@ -11,7 +11,7 @@ import Testing
         let e = try Engine.open(directory: dir.path, options: Self.smallOptions())
         let ks = e.defaultKeySpace
         var model: [Int: String] = [:]
-        var rng = ModelTests.Rng(state: 11)
+        var rng = SplitMix64(state: 11)
         for round in 0..<30 {
             var batch = WriteBatch()
             for _ in 0..<400 {

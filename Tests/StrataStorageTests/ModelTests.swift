@@ -1,3 +1,4 @@
+import StrataTestSupport
 import Testing
 @testable import StrataStorage
 
@@ -5,18 +6,6 @@ import Testing
 /// every step through gets, forward and backward scans with bounds, snapshots, flushes and
 /// reopen (in the manner of Pebble's metamorphic tests).
 @Suite struct ModelTests {
-    struct Rng {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
-
     typealias Model = [String: [String: String]]
 
     static func sortedKeys(_ m: [String: String], lower: String?, upper: String?) -> [String] {
@@ -24,7 +13,7 @@ import Testing
             .sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
     }
 
-    func check(_ e: Engine, _ model: Model, _ spaces: [KeySpace], _ rng: inout Rng, snapshot: Snapshot? = nil, seed: UInt64, note: String = "") throws {
+    func check(_ e: Engine, _ model: Model, _ spaces: [KeySpace], _ rng: inout SplitMix64, snapshot: Snapshot? = nil, seed: UInt64, note: String = "") throws {
         for ks in spaces {
             let m = model[ks.name] ?? [:]
             let all = Self.sortedKeys(m, lower: nil, upper: nil)
@@ -57,7 +46,7 @@ import Testing
         }
     }
 
-    static func zigzag(_ it: EngineIterator, steps: Int, rng: inout Rng) throws -> (keys: [String?], decisions: [Bool]) {
+    static func zigzag(_ it: EngineIterator, steps: Int, rng: inout SplitMix64) throws -> (keys: [String?], decisions: [Bool]) {
         var keys: [String?] = [it.isValid ? String(decoding: it.key, as: UTF8.self) : nil]
         var decisions: [Bool] = []
         for _ in 0..<steps where it.isValid {
@@ -83,7 +72,7 @@ import Testing
     @Test(arguments: [1, 2, 3, 4, 5, 6] as [UInt64])
     func randomOperationsMatchModel(seed: UInt64) throws {
         let dir = TemporaryDirectory()
-        var rng = Rng(state: seed)
+        var rng = SplitMix64(state: seed)
         var options = EngineOptions()
         options.memtableBytes = 1 << 20   // small, so flushes happen on their own too
         options.blockBytes = 256          // many blocks per segment

@@ -1,16 +1,6 @@
 import Foundation
 import StrataStorage
-
-/// A fresh directory under the system temp dir, removed when the value is dropped.
-final class TemporaryDirectory {
-    let path: String
-
-    init(_ name: String = "strata-test") {
-        path = NSTemporaryDirectory() + "\(name)-\(UUID().uuidString)"
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
+@_exported import StrataTestSupport
 
 func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
 func string(_ b: [UInt8]) -> String { String(decoding: b, as: UTF8.self) }

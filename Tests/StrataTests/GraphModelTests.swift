@@ -16,7 +16,7 @@ import Testing
     @Test(arguments: [11, 12, 13])
     func randomGraphEditsMatchTheModel(seed: UInt64) throws {
         let dir = TemporaryDirectory()
-        var rng = ObjectModelTests.Generator(state: seed)
+        var rng = SplitMix64(state: seed)
         var model = Model()
         var store = try Store(directoryPath: dir.path, options: .testing(memtableBytes: 16 << 10))
 

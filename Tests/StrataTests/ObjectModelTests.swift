@@ -7,22 +7,10 @@ import Testing
 /// transaction exercise the pending-write index's growth; small memtables make flushes and
 /// compactions happen under the object layer.
 @Suite struct ObjectModelTests {
-    struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
-
     @Test(arguments: [1, 2, 3, 4])
     func randomTransactionsMatchTheModel(seed: UInt64) throws {
         let dir = TemporaryDirectory()
-        var rng = Generator(state: seed)
+        var rng = SplitMix64(state: seed)
         var notes: [Id: String] = [:]
         var customers: [Id: String] = [:]
         var store = try Store(directoryPath: dir.path, options: .testing(memtableBytes: 16 << 10))
@@ -91,5 +79,3 @@ import Testing
         }
     }
 }
-
-extension ObjectModelTests.Generator: RandomNumberGenerator {}

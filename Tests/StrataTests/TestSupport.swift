@@ -1,16 +1,6 @@
 import Foundation
 import Strata
-
-/// A fresh directory under the system temp dir, removed when the value is dropped.
-final class TemporaryDirectory {
-    let path: String
-
-    init(_ name: String = "strata-objects") {
-        path = NSTemporaryDirectory() + "\(name)-\(UUID().uuidString)"
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
+@_exported import StrataTestSupport
 
 extension StoreOptions {
     /// Small engine sizes so that flushes and compactions happen with little data; no fsync,

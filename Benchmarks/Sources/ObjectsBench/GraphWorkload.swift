@@ -1,3 +1,4 @@
+import BenchSupport
 import Foundation
 
 /// The object-graph workload of graph-workload.md: customers/orders (to-one + backlink,
@@ -27,7 +28,7 @@ struct GraphData {
 
     init(sizes: Sizes) {
         self.sizes = sizes
-        var rng = SplitMix64(seed: 42)
+        var rng = SplitMix64(state: 42)
         for i in 0..<sizes.orders {
             orderCustomer.append(Int(rng.next() % UInt64(sizes.customers)))
             orderAmount.append(Int64(rng.next() % 100_000))
@@ -64,18 +65,6 @@ struct GraphData {
     var ordersOfRemovedCustomers: Int {
         let removed = Set(removals)
         return orderCustomer.filter { removed.contains($0) }.count
-    }
-}
-
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

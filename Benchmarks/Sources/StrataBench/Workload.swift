@@ -1,3 +1,5 @@
+import BenchSupport
+
 /// db_bench's workloads, defined once and run identically on every engine.
 enum Workload: String, CaseIterable {
     case fillseq, fillseqBatch = "fillseq-batch1000", fillrandom, fillrandomBatch = "fillrandom-batch1000"
@@ -6,19 +8,6 @@ enum Workload: String, CaseIterable {
     case compacted = "compacted-size"
 
     var isRead: Bool { self == .readrandom || self == .readseq }
-}
-
-/// SplitMix64: the fixed-seed generator behind every random choice, so both engines see the
-/// same keys in the same order.
-struct SplitMix64 {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 /// Keys (16 bytes, zero-padded decimal index) and values (100 bytes: 50 random bytes, then the
