@@ -122,7 +122,10 @@ struct StrataGraph: GraphSystem {
             guard let s = try students.get(Id(i + 1)) else { continue }
             for t in s.teachers { sum += Int64(t.id) }
         }
-        for t in try store.box(for: GTeacher.self).all() {
+        // One teacher at a time, like GRDB's loop over rows: nothing stays cached.
+        let teachers = store.box(for: GTeacher.self)
+        for id in 1...Id(data.sizes.teachers) {
+            guard let t = try teachers.get(id) else { continue }
             for s in t.students { sum += Int64(s.id) }
         }
         return sum
@@ -136,8 +139,15 @@ struct StrataGraph: GraphSystem {
     }
 
     func verifyRemoval() throws -> (Int, Int) {
-        let orders = try store.box(for: GOrder.self).all()
-        return (orders.count, orders.filter { $0.customer.targetId == nil }.count)
+        // In chunks, so that the check does not hold a million orders at once (peak RSS).
+        let box = store.box(for: GOrder.self)
+        var count = 0, cleared = 0
+        for chunk in stride(from: Id(1), through: Id(try box.count()), by: 10_000) {
+            let orders = try box.get(Array(chunk..<(chunk + 10_000)))
+            count += orders.count
+            cleared += orders.filter { $0.customer.targetId == nil }.count
+        }
+        return (count, cleared)
     }
 
     mutating func reopen() throws -> Int {
