@@ -16,6 +16,7 @@ enum EntityDiagnostic: DiagnosticMessage {
     case markerOnNonProperty(String)
     case renamedArgument
     case entityNameArgument
+    case embeddedArgument
     case duplicateRename(String)
     case backlinkNotToMany(String)
     case backlinkArgument
@@ -50,7 +51,9 @@ enum EntityDiagnostic: DiagnosticMessage {
         case .renamedArgument:
             "@Renamed needs the old name as a string literal: @Renamed(from: \"oldName\")"
         case .entityNameArgument:
-            "@Entity(name:) needs a non-empty string literal"
+            "@Entity takes name: \"…\" (a non-empty string literal) and embedded: true or false"
+        case .embeddedArgument:
+            "@Entity(embedded:) needs the literal true or false"
         case let .duplicateRename(name):
             "two properties claim the stored name '\(name)'"
         case let .backlinkNotToMany(name):
@@ -78,6 +81,7 @@ enum EntityDiagnostic: DiagnosticMessage {
         case .markerOnNonProperty: "markerOnNonProperty"
         case .renamedArgument: "renamedArgument"
         case .entityNameArgument: "entityNameArgument"
+        case .embeddedArgument: "embeddedArgument"
         case .duplicateRename: "duplicateRename"
         case .backlinkNotToMany: "backlinkNotToMany"
         case .backlinkArgument: "backlinkArgument"

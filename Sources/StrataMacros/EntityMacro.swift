@@ -65,7 +65,7 @@ public struct EntityMacro: MemberMacro, ExtensionMacro {
                 \(literal(m.entityName))
             }
             \(m.accessPrefix)static var _strataSchema: Strata.EntitySchema {
-                Strata.EntitySchema(name: _strataEntityName, properties: [
+                Strata.EntitySchema(name: _strataEntityName\(m.isEmbedded ? ", isEmbedded: true" : ""), properties: [
             \(properties.joined(separator: "\n"))
                 ]\(backlinkArgument))
             }

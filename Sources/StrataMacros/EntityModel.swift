@@ -27,6 +27,8 @@ struct EntityModel {
 
     var typeName: String
     var entityName: String
+    /// `@Entity(embedded: true)`: owned by one parent, removed with it.
+    var isEmbedded = false
     var kind: Kind
     /// "public ", "package " or "": generated members match the type's own access.
     var accessPrefix: String
@@ -64,11 +66,25 @@ struct EntityModel {
         }
 
         var entityName = typeName
-        if case let .argumentList(args)? = attribute.arguments, let first = args.first {
-            if first.label?.text == "name", let literal = stringLiteral(first.expression), !literal.isEmpty {
-                entityName = literal
-            } else {
-                diagnostics.append(Diagnostic(node: first, message: EntityDiagnostic.entityNameArgument))
+        var isEmbedded = false
+        if case let .argumentList(args)? = attribute.arguments {
+            for argument in args {
+                switch argument.label?.text {
+                case "name":
+                    if let literal = stringLiteral(argument.expression), !literal.isEmpty {
+                        entityName = literal
+                    } else {
+                        diagnostics.append(Diagnostic(node: argument, message: EntityDiagnostic.entityNameArgument))
+                    }
+                case "embedded":
+                    if let literal = argument.expression.as(BooleanLiteralExprSyntax.self) {
+                        isEmbedded = literal.literal.tokenKind == .keyword(.true)
+                    } else {
+                        diagnostics.append(Diagnostic(node: argument, message: EntityDiagnostic.embeddedArgument))
+                    }
+                default:
+                    diagnostics.append(Diagnostic(node: argument, message: EntityDiagnostic.entityNameArgument))
+                }
             }
         }
 
@@ -188,8 +204,9 @@ struct EntityModel {
             }
         }
         guard diagnostics.isEmpty else { return nil }
-        return EntityModel(typeName: typeName, entityName: entityName, kind: kind, accessPrefix: accessPrefix,
-                           properties: properties, needsNoArgumentInit: hasDesignatedInit && !hasNoArgumentInit)
+        return EntityModel(typeName: typeName, entityName: entityName, isEmbedded: isEmbedded, kind: kind,
+                           accessPrefix: accessPrefix, properties: properties,
+                           needsNoArgumentInit: hasDesignatedInit && !hasNoArgumentInit)
     }
 
     private static func findAttribute(_ variable: VariableDeclSyntax, named name: String) -> AttributeSyntax? {

@@ -229,7 +229,7 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                expanded: "struct A {\n    var id: Id = 0\n    var name = \"\"\n}",
                diagnoses: "@Renamed needs the old name as a string literal: @Renamed(from: \"oldName\")", line: 4, column: 5)
         expect("@Entity(name: \"\")\nstruct A {\n    var id: Id = 0\n}",
-               diagnoses: "@Entity(name:) needs a non-empty string literal", line: 1, column: 9)
+               diagnoses: "@Entity takes name: \"…\" (a non-empty string literal) and embedded: true or false", line: 1, column: 9)
     }
 
     @Test func twoPropertiesClaimingOneStoredName() {

@@ -59,3 +59,38 @@ struct Pupil {
     var name = ""
     var teachers: ToMany<Teacher> = nil
 }
+
+// Realm's embedded-object example: a contact owns its address; a business owns its addresses.
+
+@Entity(embedded: true)
+final class Address {
+    var id: Id = 0
+    var street = ""
+    var city = ""
+
+    init(street: String, city: String) {
+        self.street = street
+        self.city = city
+    }
+}
+
+@Entity
+final class Contact {
+    var id: Id = 0
+    var name = ""
+    var address: ToOne<Address> = nil
+
+    init(name: String, address: Address? = nil) {
+        self.name = name
+        self.address = ToOne(target: address)
+    }
+}
+
+@Entity
+final class Business {
+    var id: Id = 0
+    var name = ""
+    var addresses: ToMany<Address> = nil
+
+    init(name: String) { self.name = name }
+}

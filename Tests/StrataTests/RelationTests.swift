@@ -291,3 +291,64 @@ import Testing
         #expect(store.statistics().objectsRead - before.objectsRead == 10)
     }
 }
+
+@Suite struct EmbeddedObjectTests {
+    @Test func embeddedObjectsLiveAndDieWithTheirParent() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let contacts = store.box(for: Contact.self)
+        let addresses = store.box(for: Address.self)
+
+        // Cannot be put on its own.
+        #expect(throws: StrataError.self) { try addresses.put(Address(street: "x", city: "y")) }
+        #expect(try addresses.count() == 0)
+
+        let contact = Contact(name: "Nick", address: Address(street: "123 Fake St", city: "Springfield"))
+        try contacts.put(contact)
+        let first = try #require(contact.address.targetId)
+        #expect(try addresses.get(first)?.city == "Springfield")
+
+        // Editing the embedded object and putting the parent updates it.
+        contact.address.target?.city = "Shelbyville"
+        try contacts.put(contact)
+        #expect(try addresses.get(first)?.city == "Shelbyville")
+
+        // Replacing it removes the old one.
+        contact.address.target = Address(street: "742 Evergreen Terrace", city: "Springfield")
+        try contacts.put(contact)
+        #expect(try addresses.get(first) == nil)
+        #expect(try addresses.count() == 1)
+
+        // One parent only.
+        let other = Contact(name: "Thief")
+        other.address.targetId = contact.address.targetId
+        #expect(throws: StrataError.self) { try contacts.put(other) }
+
+        // Clearing the reference removes it; so does removing the parent.
+        contact.address = nil
+        try contacts.put(contact)
+        #expect(try addresses.count() == 0)
+        let withAddress = Contact(name: "Ann", address: Address(street: "1 Main St", city: "Ogdenville"))
+        try contacts.put(withAddress)
+        #expect(try addresses.count() == 1)
+        try contacts.remove(withAddress.id)
+        #expect(try addresses.count() == 0)
+        #expect(try contacts.count() == 1)
+    }
+
+    @Test func embeddedToManyCascades() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let businesses = store.box(for: Business.self)
+        let business = Business(name: "Kwik-E-Mart")
+        business.addresses.append(Address(street: "1", city: "a"))
+        business.addresses.append(Address(street: "2", city: "b"))
+        try businesses.put(business)
+        #expect(try store.box(for: Address.self).count() == 2)
+        business.addresses.remove(at: 0)
+        try business.addresses.applyToDb()
+        #expect(try store.box(for: Address.self).all().map(\.street) == ["2"])
+        try businesses.remove(business)
+        #expect(try store.box(for: Address.self).count() == 0)
+    }
+}

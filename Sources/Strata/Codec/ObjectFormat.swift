@@ -8,8 +8,8 @@ enum ObjectFormat {
     /// First byte of every encoded object.
     static let codecVersion: UInt8 = 1
     /// First byte of every persisted entity record in the catalog. Version 2 added the target
-    /// entity of relation properties; version 1 records are still read.
-    static let entityRecordVersion: UInt8 = 2
+    /// entity of relation properties, version 3 the entity flags; older records are still read.
+    static let entityRecordVersion: UInt8 = 3
     /// Key space holding the objects: key = entity id (u32 BE) + object id (u64 BE).
     static let objectsKeySpace = "objects"
     /// Key space holding the catalog: format version, entity records, id counters.

@@ -13,12 +13,16 @@
 /// }
 /// ```
 ///
-/// - Parameter name: the name the store knows the entity by; the type name when omitted. Set it
-///   to keep a store's data when renaming the Swift type.
+/// - Parameters:
+///   - name: the name the store knows the entity by; the type name when omitted. Set it to keep a
+///     store's data when renaming the Swift type.
+///   - embedded: an embedded entity (like Realm's `EmbeddedObject`) is owned by exactly one
+///     parent through a `ToOne` or `ToMany`: it is put with its parent, removed with it or when
+///     the parent stops referring to it, and cannot be put on its own.
 @attached(member, names: named(init))
 @attached(extension, conformances: Entity, names: named(_strataSchema), named(_strataEncode), named(_strataDecode),
           named(_strataVisitRelations), named(_strataEntityName))
-public macro Entity(name: String? = nil) = #externalMacro(module: "StrataMacros", type: "EntityMacro")
+public macro Entity(name: String? = nil, embedded: Bool = false) = #externalMacro(module: "StrataMacros", type: "EntityMacro")
 
 /// Keeps a property out of the store: it is neither written nor read, and holds whatever
 /// `init()` gives it on objects read from the store.

@@ -2,8 +2,9 @@ import StrataStorage
 
 /// What removing an object does to the graph, inside the removing transaction: its outgoing
 /// edges go; every to-one elsewhere that pointed at it becomes nil and every to-many that held
-/// it no longer does. Objects at the other ends are never removed. Works from the catalog and
-/// the stored bytes, so it covers entities this session never opened a box for.
+/// it no longer does. Objects at the other ends are never removed, except embedded objects the
+/// removed one owns. Works from the catalog and the stored bytes, so it covers entities this
+/// session never opened a box for.
 enum InverseMaintenance {
     static func removeObject(entityName: String, id: Id, in t: Transaction) throws(StrataError) {
         let store = t.store
@@ -16,13 +17,24 @@ enum InverseMaintenance {
         let targets = try decoding(entityName, id) {
             try bytes.withUnsafeBytes { try ObjectBytes.toOneTargets(in: $0, propertyIds: toOnes) }
         }
+        // Embedded objects this one owns are removed with it (after its own edges are gone).
+        var owned: [(entity: String, id: Id)] = []
+        func embeddedTarget(_ property: EntityRecord.Property) -> String? {
+            guard let target = property.target, store.record(named: target)?.isEmbedded == true else { return nil }
+            return target
+        }
         for (propertyId, target) in targets where target != 0 {
             t.removeEdge(EdgeKey(kind: .toOneBacklink, entityId: record.entityId, propertyId: propertyId, a: target, b: id))
+            if let property = record.properties.first(where: { $0.id == propertyId }), let entity = embeddedTarget(property) {
+                owned.append((entity, target))
+            }
         }
         // Outgoing standalone to-manys: the list and each target's reverse entry.
         for property in record.properties where !property.isRemoved && property.type == .toMany {
+            let embedded = embeddedTarget(property)
             for target in try store.toManyList(entityId: record.entityId, propertyId: property.id, source: id, in: t) {
                 t.removeEdge(EdgeKey(kind: .toManyBacklink, entityId: record.entityId, propertyId: property.id, a: target, b: id))
+                if let embedded { owned.append((embedded, target)) }
             }
             t.removeEdge(EdgeKey(kind: .toManyList, entityId: record.entityId, propertyId: property.id, a: id, b: 0))
         }
@@ -50,6 +62,7 @@ enum InverseMaintenance {
             }
         }
         t.remove(key)
+        for (entity, ownedId) in owned { try removeObject(entityName: entity, id: ownedId, in: t) }
     }
 
     private static func decoding<R>(_ entity: String, _ id: Id, _ body: () throws -> R) throws(StrataError) -> R {

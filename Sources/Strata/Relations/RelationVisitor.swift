@@ -24,13 +24,18 @@ public struct RelationVisitor {
         switch phase {
         case .beforeWrite:
             guard let t = transaction else { return }
+            let box = store.box(for: T.self)
             if var target = relation.assignedTarget, target.id == 0 {
-                try store.box(for: T.self).put(&target, in: t)
+                try box.put(&target, in: t)
                 relation.assignedTarget = target
-            } else if let targetId = relation.targetId, try !store.box(for: T.self).contains(targetId) {
+            } else if let targetId = relation.targetId {
                 // A relation must point at a stored object (one removed since it was assigned,
                 // or an id that never existed, would dangle).
-                throw StrataError.objectNotFound(entity: T._strataEntityName, id: targetId)
+                guard try box.contains(targetId) else { throw StrataError.objectNotFound(entity: T._strataEntityName, id: targetId) }
+                if box.isEmbedded {
+                    if var target = relation.assignedTarget { try box.put(&target, in: t) }   // an edited embedded object
+                    try Self.checkOwnership(of: T._strataEntityName, id: targetId, owner: (binding.entityId, ownerId), store: store, in: t)
+                }
             }
         case let .afterWrite(oldTargets):
             guard let t = transaction else { return }
@@ -41,6 +46,10 @@ public struct RelationVisitor {
             guard old != new else { return }
             if old != 0 {
                 t.removeEdge(EdgeKey(kind: .toOneBacklink, entityId: binding.entityId, propertyId: propertyId, a: old, b: ownerId))
+                // A replaced embedded object goes with the reference its parent dropped.
+                if store.box(for: T.self).isEmbedded {
+                    try InverseMaintenance.removeObject(entityName: T._strataEntityName, id: old, in: t)
+                }
             }
             if new != 0 {
                 t.putEdge(EdgeKey(kind: .toOneBacklink, entityId: binding.entityId, propertyId: propertyId, a: new, b: ownerId))
@@ -71,6 +80,18 @@ public struct RelationVisitor {
         case .afterWrite, .attach:
             relation.attachBacklink(store: store, schema: binding.backlinks[backlink], ownerId: ownerId)
             if case .afterWrite = phase, let t = transaction { try relation.apply(in: t, store: store) }
+        }
+    }
+
+    /// An embedded object has one parent: refuses `owner` (entity id, object id) if any other
+    /// object refers to the embedded object `id` through any relation.
+    static func checkOwnership(of entity: String, id: Id, owner: (UInt32, Id), store: Store, in t: Transaction) throws(StrataError) {
+        for (sourceEntity, property) in store.relations(targeting: entity) {
+            let kind: EdgeKey.Kind = property.type == .toOne ? .toOneBacklink : .toManyBacklink
+            let prefix = EdgeKey(kind: kind, entityId: sourceEntity, propertyId: property.id, a: id, b: 0)
+            for source in try store.edgeSources(sharingPrefixWith: prefix, in: t) where (sourceEntity, source) != owner {
+                throw .invalidRelation(reason: "embedded \(entity) \(id) already belongs to another object; an embedded object has one parent")
+            }
         }
     }
 

@@ -173,11 +173,18 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
         case let .standalone(entityId, propertyId):
             for i in items.indices where items[i].id == 0 { try box.put(&items[i], in: t) }
             let ids = items.map(\.id)
+            if box.isEmbedded {
+                for id in Set(ids).subtracting(before) {
+                    try RelationVisitor.checkOwnership(of: Element._strataEntityName, id: id, owner: (entityId, ownerId), store: store, in: t)
+                }
+            }
             let listKey = EdgeKey(kind: .toManyList, entityId: entityId, propertyId: propertyId, a: ownerId, b: 0)
             if ids.isEmpty { t.removeEdge(listKey) } else { t.putEdge(listKey, EdgeList.encode(ids)) }
             let now = Set(ids), then = Set(before)
             for target in then.subtracting(now) {
                 t.removeEdge(EdgeKey(kind: .toManyBacklink, entityId: entityId, propertyId: propertyId, a: target, b: ownerId))
+                // An embedded element leaves the store with its parent's reference.
+                if box.isEmbedded { try InverseMaintenance.removeObject(entityName: Element._strataEntityName, id: target, in: t) }
             }
             for target in now.subtracting(then) {
                 t.putEdge(EdgeKey(kind: .toManyBacklink, entityId: entityId, propertyId: propertyId, a: target, b: ownerId))

@@ -20,8 +20,14 @@ struct EntityRecord: Equatable, Sendable {
 
     var entityId: UInt32
     var name: String
+    /// `@Entity(embedded: true)`: objects are owned by one parent and removed with it.
+    var isEmbedded = false
     var lastPropertyId: UInt32
     var properties: [Property]
+
+    private enum EntityFlag {
+        static let embedded: UInt8 = 1
+    }
 
     private enum Flag {
         static let optional: UInt8 = 1
@@ -29,7 +35,7 @@ struct EntityRecord: Equatable, Sendable {
     }
 
     func encoded() -> [UInt8] {
-        var out: [UInt8] = [ObjectFormat.entityRecordVersion]
+        var out: [UInt8] = [ObjectFormat.entityRecordVersion, isEmbedded ? EntityFlag.embedded : 0]
         func varint(_ v: UInt64) {
             var v = v
             while v >= 0x80 { out.append(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
@@ -77,8 +83,14 @@ struct EntityRecord: Equatable, Sendable {
             pos += Int(n)
             return s
         }
-        // Version 1 records predate relations and are read the same way.
-        guard let version = byte(), version == 1 || version == ObjectFormat.entityRecordVersion, let name = string(),
+        // Version 1 records predate relations, version 2 records entity flags; both still read.
+        guard let version = byte(), (1...ObjectFormat.entityRecordVersion).contains(version) else { return nil }
+        var entityFlags: UInt8 = 0
+        if version >= 3 {
+            guard let f = byte(), f & ~EntityFlag.embedded == 0 else { return nil }
+            entityFlags = f
+        }
+        guard let name = string(),
               let last = varint(), last <= UInt64(ObjectFormat.maxPropertyId),
               let count = varint(), count <= last else { return nil }
         var properties: [Property] = []
@@ -96,6 +108,7 @@ struct EntityRecord: Equatable, Sendable {
         }
         guard pos == bytes.count, Set(properties.map(\.id)).count == properties.count else { return nil }
         self.init(entityId: entityId, name: name, lastPropertyId: UInt32(last), properties: properties)
+        isEmbedded = entityFlags & EntityFlag.embedded != 0
     }
 
     init(entityId: UInt32, name: String, lastPropertyId: UInt32, properties: [Property]) {
@@ -110,6 +123,12 @@ struct EntityRecord: Equatable, Sendable {
     /// Throws when a property keeps its name but changes its type.
     func reconciled(with schema: EntitySchema) throws(StrataError) -> (record: EntityRecord, ids: [UInt32]) {
         var next = self
+        if properties.isEmpty && lastPropertyId == 0 {
+            next.isEmbedded = schema.isEmbedded   // a new entity
+        } else if isEmbedded != schema.isEmbedded {
+            throw .schemaMismatch(entity: schema.name, property: "(entity)", stored: isEmbedded ? "embedded" : "not embedded",
+                                  declared: schema.isEmbedded ? "embedded" : "not embedded")
+        }
         var ids: [UInt32] = []
         var matched = Set<UInt32>()
         for declared in schema.properties {

@@ -7,9 +7,12 @@ public struct EntitySchema: Sendable, Equatable {
     public var properties: [PropertySchema]
     /// Backlinks: views over other entities' relations, not stored.
     public var backlinks: [BacklinkSchema]
+    /// Whether objects are owned by one parent (`@Entity(embedded: true)`).
+    public var isEmbedded: Bool
 
-    public init(name: String, properties: [PropertySchema], backlinks: [BacklinkSchema] = []) {
+    public init(name: String, isEmbedded: Bool = false, properties: [PropertySchema], backlinks: [BacklinkSchema] = []) {
         self.name = name
+        self.isEmbedded = isEmbedded
         self.properties = properties
         self.backlinks = backlinks
     }

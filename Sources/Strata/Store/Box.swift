@@ -28,6 +28,15 @@ public struct Box<T: Entity>: Sendable {
         return try resolved.get()
     }
 
+    /// The binding for a put by the user: embedded objects are put only through their parent.
+    private func bindingForPut() throws(StrataError) -> EntityBinding {
+        let b = try binding()
+        guard !b.isEmbedded else {
+            throw .invalidRelation(reason: "\(b.name) is embedded: put it through the ToOne or ToMany of its parent")
+        }
+        return b
+    }
+
     // MARK: writing
 
     /// Inserts `object` (id 0: it gets the next id, written back into a class instance) or
@@ -50,14 +59,14 @@ public struct Box<T: Entity>: Sendable {
     /// ```
     @discardableResult
     public func put(_ object: inout T, mode: PutMode = .put) throws(StrataError) -> Id {
-        let b = try binding()
+        let b = try bindingForPut()
         return try store.write { t in try store(&object, mode: mode, binding: b, in: t) }
     }
 
     /// Puts all `objects` in one transaction; returns their ids in order.
     @discardableResult
     public func put(_ objects: [T], mode: PutMode = .put) throws(StrataError) -> [Id] {
-        let b = try binding()
+        let b = try bindingForPut()
         return try store.write { t in
             var ids: [Id] = []
             ids.reserveCapacity(objects.count)
@@ -72,7 +81,7 @@ public struct Box<T: Entity>: Sendable {
     /// Puts all `objects` in one transaction and writes their ids back.
     @discardableResult
     public func put(_ objects: inout [T], mode: PutMode = .put) throws(StrataError) -> [Id] {
-        let b = try binding()
+        let b = try bindingForPut()
         return try store.write { t in
             var ids: [Id] = []
             ids.reserveCapacity(objects.count)
@@ -81,7 +90,11 @@ public struct Box<T: Entity>: Sendable {
         }
     }
 
-    /// Puts `object` inside `t` (relations use this to put new targets in the same transaction).
+    /// Whether objects of this entity are embedded.
+    var isEmbedded: Bool { (try? resolved.get())?.isEmbedded ?? false }
+
+    /// Puts `object` inside `t` (relations use this to put new targets in the same transaction,
+    /// embedded ones included).
     @discardableResult
     func put(_ object: inout T, in t: Transaction) throws(StrataError) -> Id {
         try store(&object, mode: .put, binding: try binding(), in: t)

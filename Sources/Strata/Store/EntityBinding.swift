@@ -14,12 +14,15 @@ final class EntityBinding: @unchecked Sendable {
     let toOnePropertyIds: [UInt32]
     /// Whether the type declares any relation or backlink: puts and reads then visit them.
     let hasRelations: Bool
+    /// `@Entity(embedded: true)`: put only through a parent.
+    let isEmbedded: Bool
     /// The last object id assigned. Read and written only by the transaction holding the
     /// store's write lock (hence `@unchecked Sendable`).
     var lastId: Id
 
     init(schema: EntitySchema, entityId: UInt32, propertyIds: [UInt32], typeIdentifier: ObjectIdentifier, lastId: Id) {
         name = schema.name
+        isEmbedded = schema.isEmbedded
         backlinks = schema.backlinks
         toOnePropertyIds = zip(schema.properties, propertyIds).filter { $0.0.type == .toOne }.map(\.1)
         hasRelations = !schema.backlinks.isEmpty || schema.properties.contains { $0.type.isRelation }
