@@ -1,3 +1,4 @@
+import Foundation
 import Strata
 
 // The seed documents' models, as Strata declares them (ObjectBox Swift relations; Realm's and
@@ -93,4 +94,68 @@ final class Business {
     var addresses: ToMany<Address> = nil
 
     init(name: String) { self.name = name }
+}
+
+// Realm's relationship guide: a person with at most one companion dog (to-one), any number of
+// dogs (to-many), and the dog's owners as an inverse relationship.
+
+@Entity
+final class Dog {
+    var id: Id = 0
+    var name = ""
+    @Backlink(\Person.dogs) var owners: ToMany<Person> = nil
+
+    init(name: String) { self.name = name }
+}
+
+@Entity
+final class Person {
+    var id: Id = 0
+    var name = ""
+    var companion: ToOne<Dog> = nil
+    var dogs: ToMany<Dog> = nil
+
+    init(name: String) { self.name = name }
+}
+
+// AutoDB's relations document: album art and its album (one-to-one), a parent and its children.
+
+@Entity
+final class Album {
+    var id: Id = 0
+    var name = ""
+    var artist = ""
+
+    init(name: String, artist: String) {
+        self.name = name
+        self.artist = artist
+    }
+}
+
+@Entity
+final class AlbumArt {
+    var id: Id = 0
+    var data: Data? = nil
+    var album: ToOne<Album> = nil
+}
+
+@Entity
+final class Parent {
+    var id: Id = 0
+    var name = ""
+    @Backlink(\Child.parent) var children: ToMany<Child> = nil
+
+    init(name: String) { self.name = name }
+}
+
+@Entity
+final class Child {
+    var id: Id = 0
+    var name = ""
+    var parent: ToOne<Parent> = nil
+
+    init(name: String, parent: Parent) {
+        self.name = name
+        self.parent = ToOne(target: parent)
+    }
 }
