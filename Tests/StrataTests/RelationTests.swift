@@ -352,3 +352,33 @@ import Testing
         #expect(try store.box(for: Address.self).count() == 0)
     }
 }
+
+@Suite struct ChangeTrackingTests {
+    /// applyToDb writes only what changed: one appended element costs its reverse edge and the
+    /// list, not a rewrite of the other 99 elements or of any object.
+    @Test func applyToDbWritesOnlyTheChanges() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let teachers = (0..<101).map { Teacher(name: "t\($0)") }
+        try store.box(for: Teacher.self).put(teachers)
+        let student = Student(name: "s")
+        student.teachers.append(contentsOf: teachers.prefix(100))
+        try store.box(for: Student.self).put(student)
+
+        var before = store.statistics()
+        student.teachers.append(teachers[100])
+        try student.teachers.applyToDb()
+        #expect(store.statistics().objectsWritten - before.objectsWritten == 0)
+        #expect(store.statistics().edgesWritten - before.edgesWritten == 2)   // the list + one reverse edge
+
+        before = store.statistics()
+        student.teachers.remove(at: 0)
+        try student.teachers.applyToDb()
+        #expect(store.statistics().edgesWritten - before.edgesWritten == 2)
+
+        before = store.statistics()
+        try student.teachers.applyToDb()   // nothing changed: nothing written
+        #expect(store.statistics() == before)
+        #expect(try store.box(for: Student.self).get(student.id)?.teachers.count == 100)
+    }
+}

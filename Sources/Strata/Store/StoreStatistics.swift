@@ -13,14 +13,22 @@ public struct StoreStatistics: Sendable, Equatable {
     public var objectsRead: UInt64
     /// Relation edges read (backlink entries and to-many lists).
     public var edgesRead: UInt64
+    /// Objects written (puts and rewrites) by committed transactions.
+    public var objectsWritten: UInt64
+    /// Edges written or removed by committed transactions.
+    public var edgesWritten: UInt64
 }
 
 /// The live counters behind ``StoreStatistics``.
 final class StoreCounters: Sendable {
     let objectsRead = Atomic<UInt64>(0)
     let edgesRead = Atomic<UInt64>(0)
+    let objectsWritten = Atomic<UInt64>(0)
+    let edgesWritten = Atomic<UInt64>(0)
 
     var snapshot: StoreStatistics {
-        StoreStatistics(objectsRead: objectsRead.load(ordering: .relaxed), edgesRead: edgesRead.load(ordering: .relaxed))
+        StoreStatistics(objectsRead: objectsRead.load(ordering: .relaxed), edgesRead: edgesRead.load(ordering: .relaxed),
+                        objectsWritten: objectsWritten.load(ordering: .relaxed),
+                        edgesWritten: edgesWritten.load(ordering: .relaxed))
     }
 }

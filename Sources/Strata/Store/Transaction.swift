@@ -125,6 +125,8 @@ final class Transaction {
             }
         }
         try store.engine.write(batch, durability: durability)
+        store.counters.objectsWritten.add(UInt64(pending.lazy.filter { $0.value != nil }.count), ordering: .relaxed)
+        store.counters.edgesWritten.add(UInt64(pendingEdges.count), ordering: .relaxed)
     }
 
     /// Undoes what the transaction did outside the store: ids it gave to class objects.
