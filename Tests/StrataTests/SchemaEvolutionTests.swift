@@ -99,8 +99,41 @@ struct PersonV4 {
             try engine.write(batch)
             engine.close()
         }
-        #expect(throws: StrataError.unsupportedFormatVersion(found: 99, supported: 1)) {
+        #expect(throws: StrataError.unsupportedFormatVersion(found: 99, supported: 2)) {
             try Store(directoryPath: dir.path, options: .testing())
         }
+    }
+}
+
+@Suite struct FormatUpgradeTests {
+    /// A version 1 store kept no object counts: a read-only open counts by iterating; the first
+    /// writable open records the counts and the new version.
+    @Test func version1StoresGetTheirCounts() throws {
+        let dir = TemporaryDirectory()
+        do {
+            let store = try Store(directoryPath: dir.path, options: .testing())
+            try store.box(for: Note.self).put((0..<7).map { Note(text: "\($0)") })
+            store.close()
+        }
+        do {   // turn it into a version 1 store
+            let engine = try Engine.open(directory: dir.path)
+            let meta = try engine.keySpace(named: "meta")
+            var batch = WriteBatch()
+            batch.put([1], [1, 0, 0, 0], in: meta)
+            batch.delete([4, 0, 0, 0, 1], in: meta)
+            try engine.write(batch)
+            engine.close()
+        }
+        var readOnly = StoreOptions.testing()
+        readOnly.readOnly = true
+        do {
+            let store = try Store(directoryPath: dir.path, options: readOnly)
+            #expect(try store.box(for: Note.self).count() == 7)
+            store.close()
+        }
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        #expect(try store.box(for: Note.self).count() == 7)
+        try store.box(for: Note.self).remove(1)
+        #expect(try store.box(for: Note.self).count() == 6)
     }
 }

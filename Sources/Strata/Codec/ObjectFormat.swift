@@ -3,8 +3,9 @@ import StrataStorage
 /// The object layer's constants that reach disk, in one place (SPEC.md §Objects). Never renumber.
 enum ObjectFormat {
     /// Version of the object layer's layout (catalog, keys, codec), stored under
-    /// ``MetaKey/format``. A store with a higher version is refused.
-    static let version: UInt32 = 1
+    /// ``MetaKey/format``. A store with a higher version is refused. Version 2 added the object
+    /// counts; a version 1 store is upgraded at its first writable open.
+    static let version: UInt32 = 2
     /// First byte of every encoded object.
     static let codecVersion: UInt8 = 1
     /// First byte of every persisted entity record in the catalog. Version 2 added the target
@@ -32,6 +33,8 @@ enum MetaKey: UInt8 {
     case entity = 2
     /// `[0x03] + entity id (u32 BE)` → the last object id assigned, u64 LE.
     case lastId = 3
+    /// `[0x04] + entity id (u32 BE)` → how many objects of the entity are stored, u64 LE.
+    case count = 4
 
     func key(entity: UInt32? = nil) -> [UInt8] {
         var k: [UInt8] = [rawValue]

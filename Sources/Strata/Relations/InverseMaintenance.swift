@@ -62,6 +62,7 @@ enum InverseMaintenance {
             }
         }
         t.remove(key)
+        t.adjustCount(entityId: record.entityId, by: -1)
         for (entity, ownedId) in owned { try removeObject(entityName: entity, id: ownedId, in: t) }
     }
 

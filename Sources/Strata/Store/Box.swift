@@ -103,6 +103,7 @@ public struct Box<T: Entity>: Sendable {
     private func store(_ object: inout T, mode: PutMode, binding b: EntityBinding, in t: Transaction) throws(StrataError) -> Id {
         var id = object.id
         let assigned = id == 0
+        var isNew = assigned
         var oldTargets: [UInt32: Id] = [:]
         if assigned {
             guard mode != .update else { throw .invalidId(entity: b.name) }
@@ -135,6 +136,7 @@ public struct Box<T: Entity>: Sendable {
                 guard stored else { throw .objectNotFound(entity: b.name, id: id) }
             case .insert:
                 guard !stored else { throw .objectExists(entity: b.name, id: id) }
+                isNew = true
                 if id > b.lastId {
                     b.lastId = id
                     t.counterAdvanced(b)
@@ -150,6 +152,7 @@ public struct Box<T: Entity>: Sendable {
             throw .objectTooLarge(entity: b.name, size: t.scratch.count, limit: ObjectFormat.maxObjectBytes)
         }
         t.scratch.withUnsafeBytes { t.put(ObjectKey(entityId: b.entityId, id: id), value: $0) }
+        if isNew { t.adjustCount(entityId: b.entityId, by: 1) }
         if b.hasRelations {
             try visitRelations(of: &object, phase: .afterWrite(oldTargets: oldTargets), binding: b, id: id, in: t)
         }
@@ -174,6 +177,7 @@ public struct Box<T: Entity>: Sendable {
             try InverseMaintenance.removeObject(entityName: b.name, id: id, in: t)
         } else {
             t.remove(ObjectKey(entityId: b.entityId, id: id))
+            t.adjustCount(entityId: b.entityId, by: -1)
         }
     }
 
@@ -262,12 +266,17 @@ public struct Box<T: Entity>: Sendable {
     }
 
     /// How many objects of this type are stored.
+    /// O(1): the store keeps each entity's count, committed with the objects.
     public func count() throws(StrataError) -> Int {
         let b = try binding()
         return try store.read(consistent: false) { t in
-            var n = 0
-            try forEach(binding: b, in: t) { _, _ in n += 1; return true }
-            return n
+            guard store.countsMaintained else {
+                var n = 0
+                try forEach(binding: b, in: t) { _, _ in n += 1; return true }
+                return n
+            }
+            let stored = Int64(try store.storedCount(entityId: b.entityId, in: t))
+            return Int(stored + ((t?.isWrite ?? false) ? t!.countDeltas[b.entityId, default: 0] : 0))
         }
     }
 

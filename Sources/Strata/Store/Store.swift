@@ -32,6 +32,9 @@ public final class Store: @unchecked Sendable {
     /// Nil only in a read-only store created before it had relations: no edges then.
     let edges: KeySpace?
     let counters = StoreCounters()
+    /// Whether the catalog holds each entity's object count (false only for a read-only open of
+    /// a store written before counts existed: `count()` then iterates).
+    let countsMaintained: Bool
     /// Serialises write transactions.
     private let writeLock = ConditionLock()
     private let catalog: LockedValue<Catalog>
@@ -62,8 +65,10 @@ public final class Store: @unchecked Sendable {
                 objects = try Self.keySpace(ObjectFormat.objectsKeySpace, in: engine)
                 meta = try Self.keySpace(ObjectFormat.metaKeySpace, in: engine)
                 edges = engine.existingKeySpace(named: ObjectFormat.edgesKeySpace)
-                catalog = LockedValue(try Self.loadCatalog(engine: engine, meta: meta, readOnly: options.readOnly,
-                                                           durability: options.durability))
+                let (loaded, counted) = try Self.loadCatalog(engine: engine, meta: meta, objects: objects,
+                                                             readOnly: options.readOnly, durability: options.durability)
+                catalog = LockedValue(loaded)
+                countsMaintained = counted
             } catch {
                 engine.close()
                 throw error
@@ -84,12 +89,14 @@ public final class Store: @unchecked Sendable {
         return try engine.keySpace(named: name)
     }
 
-    private static func loadCatalog(engine: Engine, meta: KeySpace, readOnly: Bool, durability: Durability) throws -> Catalog {
+    private static func loadCatalog(engine: Engine, meta: KeySpace, objects: KeySpace, readOnly: Bool,
+                                    durability: Durability) throws -> (Catalog, countsMaintained: Bool) {
         var catalog = Catalog()
         let formatKey = MetaKey.format.key()
+        var found = ObjectFormat.version
         if let raw = try engine.get(formatKey, in: meta) {
             guard raw.count == 4 else { throw StrataError.corruptCatalog(reason: "format record has \(raw.count) bytes") }
-            let found = raw.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)) }
+            found = raw.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)) }
             guard found <= ObjectFormat.version else {
                 throw StrataError.unsupportedFormatVersion(found: found, supported: ObjectFormat.version)
             }
@@ -113,11 +120,39 @@ public final class Store: @unchecked Sendable {
             case .lastId:
                 guard value.count == 8 else { throw StrataError.corruptCatalog(reason: "id counter of entity \(entityId)") }
                 catalog.lastIds[entityId] = value.withUnsafeBytes { Id(littleEndian: $0.loadUnaligned(as: Id.self)) }
-            case .format:
+            case .format, .count:
                 continue
             }
         }
-        return catalog
+        if found < 2 {
+            // Version 1 kept no object counts: count once, by scanning, and record them.
+            guard !readOnly else { return (catalog, false) }
+            var batch = WriteBatch()
+            for record in catalog.records.values {
+                let it = try engine.makeIterator(in: objects, prefix: ObjectKey.prefix(entityId: record.entityId))
+                try it.seekToFirst()
+                var n: UInt64 = 0
+                while it.isValid {
+                    n += 1
+                    try it.next()
+                }
+                batch.put(MetaKey.count.key(entity: record.entityId), withUnsafeBytes(of: n.littleEndian) { Array($0) }, in: meta)
+            }
+            batch.put(formatKey, withUnsafeBytes(of: ObjectFormat.version.littleEndian) { Array($0) }, in: meta)
+            try engine.write(batch, durability: durability)
+        }
+        return (catalog, true)
+    }
+
+    /// The committed object count of an entity, as of `t`'s snapshot (or the latest state).
+    func storedCount(entityId: UInt32, in t: Transaction?) throws(StrataError) -> UInt64 {
+        do {
+            guard let raw = try engine.get(MetaKey.count.key(entity: entityId), in: meta, snapshot: t?.snapshot) else { return 0 }
+            guard raw.count == 8 else { throw StrataError.corruptCatalog(reason: "object count of entity \(entityId)") }
+            return raw.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+        } catch {
+            throw StrataError(error)
+        }
     }
 
     /// Closes the store. Later calls on it, its boxes and transactions throw

@@ -34,6 +34,8 @@ final class Transaction {
     @exclusivity(unchecked) var scratch: [UInt8] = []
     /// Pending edge writes: a value, or nil for a removal.
     @exclusivity(unchecked) private(set) var pendingEdges: [EdgeKey: [UInt8]?] = [:]
+    /// Net objects added (positive) or removed per entity: the stored counts move by these.
+    @exclusivity(unchecked) private(set) var countDeltas: [UInt32: Int64] = [:]
     /// Entities whose id counter moved; their counters are written with the commit.
     private var advancedCounters: [UInt32: EntityBinding] = [:]
     /// Class objects whose id this transaction assigned: reset to 0 if it rolls back.
@@ -87,6 +89,11 @@ final class Transaction {
         pendingEdges[key] = .some(nil)
     }
 
+    /// Records that an object of `entityId` came into being (+1) or was removed (-1).
+    func adjustCount(entityId: UInt32, by delta: Int64) {
+        countDeltas[entityId, default: 0] += delta
+    }
+
     func counterAdvanced(_ binding: EntityBinding) {
         advancedCounters[binding.entityId] = binding
     }
@@ -101,7 +108,7 @@ final class Transaction {
 
     /// Writes everything in one atomic batch, with the id counters that moved.
     func commit(durability: Durability) throws {
-        if pending.isEmpty && advancedCounters.isEmpty && pendingEdges.isEmpty { return }
+        if pending.isEmpty && advancedCounters.isEmpty && pendingEdges.isEmpty && countDeltas.isEmpty { return }
         var batch = WriteBatch()
         arena.withUnsafeBytes { arenaBytes in
             for p in pending {
@@ -118,6 +125,12 @@ final class Transaction {
             let k = key.bytes
             guard let edges = store.edges else { break }
             if let value { batch.put(k, value, in: edges) } else { batch.delete(k, in: edges) }
+        }
+        // Writers are serialised, so the latest count plus this transaction's delta is exact.
+        for (entityId, delta) in countDeltas where delta != 0 {
+            let now = Int64(try store.storedCount(entityId: entityId, in: nil)) + delta
+            guard now >= 0 else { throw StrataError.corruptCatalog(reason: "object count of entity \(entityId) would be \(now)") }
+            batch.put(MetaKey.count.key(entity: entityId), withUnsafeBytes(of: UInt64(now).littleEndian) { Array($0) }, in: store.meta)
         }
         for (entityId, binding) in advancedCounters {
             withUnsafeBytes(of: binding.lastId.littleEndian) { v in
@@ -138,5 +151,6 @@ final class Transaction {
         pending.removeAll()
         pendingIndex.removeAll()
         pendingEdges.removeAll()
+        countDeltas.removeAll()
     }
 }
