@@ -9,11 +9,15 @@ public struct ObjectReader {
     @usableFromInline let fieldMap: UnsafeBufferPointer<Int32>
     /// Wire type of the field `nextField()` returned last.
     @usableFromInline var wire = WireType.null
-    /// The store and owner that relations read from lazily; nil for a raw parse.
-    let context: RelationContext?
+    /// The store relations read from lazily, the owner's binding and id; nil store for a raw
+    /// parse. Plain fields rather than a context object: no allocation per decoded object.
+    let store: Store?
+    let binding: EntityBinding?
+    let ownerId: Id
 
     /// Starts reading; throws when the codec version byte is missing or unknown.
-    init(bytes: UnsafeRawBufferPointer, fieldMap: UnsafeBufferPointer<Int32>, context: RelationContext? = nil) throws {
+    init(bytes: UnsafeRawBufferPointer, fieldMap: UnsafeBufferPointer<Int32>, store: Store? = nil,
+         binding: EntityBinding? = nil, ownerId: Id = 0) throws {
         guard let base = bytes.baseAddress, bytes.count >= 1 else { throw CodecFailure("empty object") }
         guard bytes[0] == ObjectFormat.codecVersion else {
             throw CodecFailure("unknown object codec version \(bytes[0])")
@@ -22,7 +26,9 @@ public struct ObjectReader {
         end = bytes.count
         position = 1
         self.fieldMap = fieldMap
-        self.context = context
+        self.store = store
+        self.binding = binding
+        self.ownerId = ownerId
     }
 
     /// Reads the current field into a to-one relation (the target's id; the target loads lazily).
@@ -32,20 +38,20 @@ public struct ObjectReader {
             try expect(.varint)
             id = try readVarint()
         }
-        relation = ToOne(storedTargetId: id, store: context?.store)
+        // The object's own (empty) ToOne from init() is reused: no allocation per relation.
+        relation.loaded(storedTargetId: id, store: store)
     }
 
     /// Connects a standalone to-many to its owner, so that it loads lazily.
     public func attach<T: Entity>(_ relation: ToMany<T>, field: Int) {
-        guard let context else { return }
-        relation.attachStandalone(store: context.store, entityId: context.binding.entityId,
-                                  propertyId: context.binding.propertyIds[field], ownerId: context.ownerId)
+        guard let store, let binding else { return }
+        relation.attachStandalone(store: store, entityId: binding.entityId, propertyId: binding.propertyIds[field], ownerId: ownerId)
     }
 
     /// Connects a backlink to its owner, so that it loads lazily.
     public func attach<T: Entity>(_ relation: ToMany<T>, backlink: Int) {
-        guard let context else { return }
-        relation.attachBacklink(store: context.store, schema: context.binding.backlinks[backlink], ownerId: context.ownerId)
+        guard let store, let binding else { return }
+        relation.attachBacklink(store: store, schema: binding.backlinks[backlink], ownerId: ownerId)
     }
 
     /// The declared position of the next field this type knows, or nil at the end.

@@ -38,9 +38,11 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
         isResolved = storedTargetId == 0
     }
 
-    init(storedTargetId: Id, store: Store?) {
+    /// Sets what a read of the source object found: the target's id, to load lazily.
+    func loaded(storedTargetId: Id, store: Store?) {
         self.storedTargetId = storedTargetId
         self.store = store
+        cached = nil
         isResolved = storedTargetId == 0
     }
 

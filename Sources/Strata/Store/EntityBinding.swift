@@ -48,9 +48,10 @@ final class EntityBinding: @unchecked Sendable {
     func decode<T: Entity>(_ type: T.Type, id: Id, from bytes: UnsafeRawBufferPointer, store: Store) throws(StrataError) -> T {
         store.counters.objectsRead.add(1, ordering: .relaxed)
         do {
-            let context = hasRelations ? RelationContext(store: store, binding: self, ownerId: id) : nil
             return try fieldMap.withUnsafeBufferPointer { map in
-                var reader = try ObjectReader(bytes: bytes, fieldMap: map, context: context)
+                var reader = hasRelations
+                    ? try ObjectReader(bytes: bytes, fieldMap: map, store: store, binding: self, ownerId: id)
+                    : try ObjectReader(bytes: bytes, fieldMap: map)
                 return try T._strataDecode(id: id, from: &reader)
             }
         } catch let failure as CodecFailure {
@@ -61,15 +62,3 @@ final class EntityBinding: @unchecked Sendable {
     }
 }
 
-/// What relations read lazily from: the store, and the object that holds them.
-final class RelationContext {
-    let store: Store
-    let binding: EntityBinding
-    let ownerId: Id
-
-    init(store: Store, binding: EntityBinding, ownerId: Id) {
-        self.store = store
-        self.binding = binding
-        self.ownerId = ownerId
-    }
-}
