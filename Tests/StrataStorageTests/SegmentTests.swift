@@ -21,6 +21,33 @@ import Testing
         return dir + "/" + seg
     }
 
+    /// Point reads narrow the index search with integer key prefixes; keys that share long
+    /// prefixes, differ only past eight bytes, or are prefixes of each other must still be found,
+    /// and absent keys before, between and after them must not.
+    @Test func pointReadsFindKeysSharingLongPrefixes() throws {
+        let fs = InMemoryFileSystem()
+        let e = try Engine.open(directory: Self.dir, options: .testing(fs, blockBytes: 256))
+        defer { e.close() }
+        var stored: [[UInt8]] = []
+        for i in 0..<400 {
+            let base = bytes("tenant/0042/object/") + key(i, width: 6)
+            stored.append(base)
+            if i % 3 == 0 { stored.append(base + bytes("/suffix-longer-than-eight-bytes-\(i)")) }
+            if i % 7 == 0 { stored.append(base + [0]) }
+        }
+        var batch = WriteBatch()
+        for k in stored { batch.put(k, k.reversed(), in: e.defaultKeySpace) }
+        try e.write(batch)
+        try e.flush()
+        for k in stored { #expect(try e.get(k, in: e.defaultKeySpace) == k.reversed(), "\(string(k))") }
+        let absent: [[UInt8]] = [
+            [], bytes("a"), bytes("tenant"), bytes("tenant/0042/"), bytes("tenant/0041/object/000001"),
+            bytes("tenant/0042/object/00000"), bytes("tenant/0042/object/000001/"), bytes("tenant/0042/object/000003/suffix"),
+            bytes("tenant/0042/object/000400"), bytes("tenant/0043"), bytes("zzz"), [0xFF, 0xFF],
+        ]
+        for k in absent { #expect(try e.get(k, in: e.defaultKeySpace) == nil, "\(string(k))") }
+    }
+
     @Test func everyFlippedByteIsReportedNeverReturnedAsData() throws {
         let fs = InMemoryFileSystem()
         let count = 60

@@ -110,6 +110,14 @@ public struct ObjectReader {
 
     @inlinable
     mutating func readVarint() throws -> UInt64 {
+        // Field keys, lengths and small values fit in one byte.
+        if position < end {
+            let first = base.load(fromByteOffset: position, as: UInt8.self)
+            if first < 0x80 {
+                position += 1
+                return UInt64(first)
+            }
+        }
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while position < end {

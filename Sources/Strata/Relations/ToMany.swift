@@ -93,7 +93,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
             return
         }
         items = try store.box(for: Element.self).get(ids)
-        baseline = items.map(\.id)
+        baseline = items.map { $0.id }
         isLoaded = true
         hasChanges = false
     }
@@ -172,7 +172,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
             return
         case let .standalone(entityId, propertyId):
             for i in items.indices where items[i].id == 0 { try box.put(&items[i], in: t) }
-            let ids = items.map(\.id)
+            let ids = items.map { $0.id }
             if box.isEmbedded {
                 for id in Set(ids).subtracting(before) {
                     try RelationVisitor.checkOwnership(of: Element._strataEntityName, id: id, owner: (entityId, ownerId), store: store, in: t)
@@ -196,7 +196,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
             }
             let field = Element._strataSchema.properties.firstIndex { $0.name == schema.sourceProperty }
             guard let field else { throw .unknownRelation(entity: schema.source, property: schema.sourceProperty) }
-            let removed = Set(before).subtracting(items.map(\.id))
+            let removed = Set(before).subtracting(items.map { $0.id })
             if kind == .toOneBacklink {
                 // Rewrite the ToOne of every object added or removed, and put it.
                 for i in items.indices where !before.contains(items[i].id) || items[i].id == 0 {
@@ -211,7 +211,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
             } else {
                 // Edit the sources' own to-many lists.
                 for i in items.indices where items[i].id == 0 { try box.put(&items[i], in: t) }
-                let added = Set(items.map(\.id)).subtracting(before)
+                let added = Set(items.map { $0.id }).subtracting(before)
                 for source in added {
                     var list = try store.toManyList(entityId: entityId, propertyId: propertyId, source: source, in: t)
                     if !list.contains(ownerId) { list.append(ownerId) }
@@ -226,7 +226,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
                 }
             }
         }
-        baseline = items.map(\.id)
+        baseline = items.map { $0.id }
         hasChanges = false
         isLoaded = true
     }
@@ -240,7 +240,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     /// Called by a prefetch: the elements are known without a read.
     func prefetched(_ elements: [Element]) {
         items = elements
-        baseline = elements.map(\.id)
+        baseline = elements.map { $0.id }
         isLoaded = true
         hasChanges = false
     }

@@ -18,7 +18,10 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     /// The target's id when known without the object (read from the store, or set by id).
     private var storedTargetId: Id = 0
     /// The target, once loaded or assigned.
-    private var cached: Target?
+    private var cached: Target? { didSet { mayHoldTarget = true } }
+    /// False while `cached` is certainly nil: decoding then skips clearing it, since assigning
+    /// a generic optional costs a runtime metadata lookup on every object read.
+    private var mayHoldTarget = false
     private var isResolved = true
     /// Where lazy loads read from: set when the source object is read or put.
     private(set) var store: Store?
@@ -29,6 +32,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     /// A relation to `target` (which may be new: putting the source puts it too).
     public init(target: Target?) {
         cached = target
+        mayHoldTarget = true     // observers do not run in an initializer
         storedTargetId = target?.id ?? 0
     }
 
@@ -38,11 +42,19 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
         isResolved = storedTargetId == 0
     }
 
+    /// Out of line: the generic optional's metadata lookup then runs only when there is
+    /// something to drop, not on every decode.
+    @inline(never)
+    private func dropCachedTarget() {
+        cached = nil
+        mayHoldTarget = false
+    }
+
     /// Sets what a read of the source object found: the target's id, to load lazily.
     func loaded(storedTargetId: Id, store: Store?) {
         self.storedTargetId = storedTargetId
         self.store = store
-        cached = nil
+        if mayHoldTarget { dropCachedTarget() }
         isResolved = storedTargetId == 0
     }
 

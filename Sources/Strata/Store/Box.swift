@@ -247,7 +247,7 @@ public struct Box<T: Entity>: Sendable {
         return try store.read(consistent: true) { t in
             var out: [T] = []
             out.reserveCapacity(ids.count)
-            for id in ids { if let o = try load(id, binding: b, in: t) { out.append(o) } }
+            for id in ids { try load(id, binding: b, in: t, into: &out) }
             return out
         }
     }
@@ -312,6 +312,26 @@ public struct Box<T: Entity>: Sendable {
         return try key.withBytes { k in
             try store.engine.withValue(forKey: k, in: store.objects, snapshot: t?.snapshot) { v in
                 try b.decode(T.self, id: id, from: v, store: store)
+            }
+        }
+    }
+
+    /// Appends the object with `id` to `out` if it is stored. Appending instead of returning an
+    /// optional keeps generic-optional handling (a runtime metadata lookup) off the per-object path.
+    private func load(_ id: Id, binding b: EntityBinding, in t: Transaction?, into out: inout [T]) throws {
+        let key = ObjectKey(entityId: b.entityId, id: id)
+        if let t, t.isWrite {
+            switch t.lookup(key) {
+            case .removed: return
+            case let .value(r):
+                out.append(try t.arena.withUnsafeBytes { try b.decode(T.self, id: id, from: UnsafeRawBufferPointer(rebasing: $0[r]), store: store) })
+                return
+            case .absent: break
+            }
+        }
+        _ = try key.withBytes { k in
+            try store.engine.visitValue(forKey: k, in: store.objects, snapshot: t?.snapshot) { v in
+                out.append(try b.decode(T.self, id: id, from: v, store: store))
             }
         }
     }

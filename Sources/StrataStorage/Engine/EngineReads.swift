@@ -13,6 +13,33 @@ extension Engine {
     /// nil when the key is absent. The bytes are valid only inside `body`.
     public func withValue<R>(forKey key: UnsafeRawBufferPointer, in keySpace: KeySpace, snapshot: Snapshot? = nil,
                              _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        // The lookup itself is not generic: an unspecialised generic caller would otherwise ask
+        // the runtime for `Optional<R>` and `Result<R, Error>` metadata on every read.
+        let found = try locate(key, in: keySpace, snapshot: snapshot)
+        guard let owner = found.owner else { return nil }
+        return try withExtendedLifetime(owner) { try body(found.bytes) }
+    }
+
+    /// Calls `body` with the stored value's bytes, without copying them; returns false (and does
+    /// not call `body`) when the key is absent. Not generic, so that generic callers pay no
+    /// runtime type lookups per read. The bytes are valid only inside `body`.
+    public func visitValue(forKey key: UnsafeRawBufferPointer, in keySpace: KeySpace, snapshot: Snapshot? = nil,
+                           _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+        let found = try locate(key, in: keySpace, snapshot: snapshot)
+        guard let owner = found.owner else { return false }
+        try withExtendedLifetime(owner) { try body(found.bytes) }
+        return true
+    }
+
+    /// Where a read found its value: `bytes` stay valid while `owner` (a memtable view or a
+    /// cached block) is alive. No owner: the key is absent or deleted.
+    struct ValueLocation {
+        var owner: AnyObject?
+        var bytes: UnsafeRawBufferPointer
+        static var absent: ValueLocation { ValueLocation(owner: nil, bytes: UnsafeRawBufferPointer(start: nil, count: 0)) }
+    }
+
+    func locate(_ key: UnsafeRawBufferPointer, in keySpace: KeySpace, snapshot: Snapshot?) throws -> ValueLocation {
         try checkOpen()
         guard key.count <= StorageLimits.maxKeyBytes else {
             throw StorageError.keyTooLarge(size: key.count, limit: StorageLimits.maxKeyBytes)
@@ -21,31 +48,38 @@ extension Engine {
         guard let mem = view.memtables[keySpace.id] else { throw StorageError.unknownKeySpace(keySpace.name) }
         let hash = BloomFilter.hash(key)
         if let r = mem.get(key, hash: hash, sequence: sequence) {
-            if case let .found(v) = r { return try withExtendedLifetime(view) { try body(v) } }
-            return nil
+            if case let .found(v) = r { return ValueLocation(owner: view, bytes: v) }
+            return .absent
         }
         if let imm = view.immutables?[keySpace.id], let r = imm.get(key, hash: hash, sequence: sequence) {
-            if case let .found(v) = r { return try withExtendedLifetime(view) { try body(v) } }
-            return nil
+            if case let .found(v) = r { return ValueLocation(owner: view, bytes: v) }
+            return .absent
         }
-        return try withUnsafeTemporaryAllocation(byteCount: key.count + InternalKey.trailerBytes, alignment: 8) { buf in
-            if key.count > 0 { buf.baseAddress!.copyMemory(from: key.baseAddress!, byteCount: key.count) }
-            buf.storeBytes(of: InternalKey.seekTrailer(sequence: sequence).littleEndian, toByteOffset: key.count, as: UInt64.self)
-            let lookup = UnsafeRawBufferPointer(buf)
-            var outcome: SegmentLookup?
-            try view.version.candidates(for: key, in: keySpace.id) { segment in
-                outcome = try segment.reader.get(lookupKey: lookup, hash: hash)
-                return outcome != nil
-            }
-            switch outcome {
-            case let .found(block, offset, count)?:
-                return try withExtendedLifetime(block) {
-                    try body(UnsafeRawBufferPointer(rebasing: block.contents[offset..<(offset + count)]))
-                }
-            case .deleted?, nil:
-                return nil
+        let lookupBytes = key.count + InternalKey.trailerBytes
+        // Keys are short; the stack buffer covers all but the longest ones.
+        let stackCapacity = 256
+        if lookupBytes <= stackCapacity {
+            return try withUnsafeTemporaryAllocation(byteCount: stackCapacity, alignment: 8) { buf -> ValueLocation in
+                try locateInSegments(key, lookupBuffer: buf, keySpaceId: keySpace.id, view: view, sequence: sequence, hash: hash)
             }
         }
+        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: lookupBytes, alignment: 8)
+        defer { buf.deallocate() }
+        return try locateInSegments(key, lookupBuffer: buf, keySpaceId: keySpace.id, view: view, sequence: sequence, hash: hash)
+    }
+
+    private func locateInSegments(_ key: UnsafeRawBufferPointer, lookupBuffer buf: UnsafeMutableRawBufferPointer,
+                                  keySpaceId: UInt32, view: ReadView, sequence: UInt64, hash: UInt64) throws -> ValueLocation {
+        if key.count > 0 { buf.baseAddress!.copyMemory(from: key.baseAddress!, byteCount: key.count) }
+        buf.storeBytes(of: InternalKey.seekTrailer(sequence: sequence).littleEndian, toByteOffset: key.count, as: UInt64.self)
+        let lookup = UnsafeRawBufferPointer(start: buf.baseAddress, count: key.count + InternalKey.trailerBytes)
+        var outcome: SegmentLookup?
+        try view.version.candidates(for: key, in: keySpaceId) { segment in
+            outcome = try segment.reader.get(lookupKey: lookup, hash: hash)
+            return outcome != nil
+        }
+        guard case let .found(block, offset, count)? = outcome else { return .absent }
+        return ValueLocation(owner: block, bytes: UnsafeRawBufferPointer(rebasing: block.contents[offset..<(offset + count)]))
     }
 
     /// Whether `key` exists in `keySpace`.

@@ -10,9 +10,20 @@ extension Block {
         case keyTooLong
     }
 
-    /// Decodes the entry header at `p`: (shared, unshared, value length, offset after header).
+    /// Decodes the entry header at `start`: (shared, unshared, value length, offset after header).
     @inline(__always)
     private func header(at start: Int) -> (Int, Int, Int, Int)? {
+        // Fast path: three one-byte varints, the usual case for short keys and values.
+        if start + 3 <= restartsOffset {
+            let p = contents.baseAddress! + start
+            let a = p.load(as: UInt8.self), b = p.load(fromByteOffset: 1, as: UInt8.self)
+            let c = p.load(fromByteOffset: 2, as: UInt8.self)
+            if (a | b | c) < 0x80 {
+                let shared = Int(a), unshared = Int(b), vlen = Int(c), after = start + 3
+                guard unshared + vlen <= restartsOffset - after else { return nil }
+                return (shared, unshared, vlen, after)
+            }
+        }
         var r = ByteReader(UnsafeRawBufferPointer(rebasing: contents[0..<restartsOffset]), offset: start)
         guard let shared = r.readVarintInt(limit: Int(Int32.max)), let unshared = r.readVarintInt(limit: Int(Int32.max)),
               let vlen = r.readVarintInt(limit: Int(Int32.max)),
@@ -21,15 +32,27 @@ extension Block {
         return (shared, unshared, vlen, r.offset)
     }
 
+    /// The key of index entry `i` (index blocks store every entry whole, as a restart point).
+    func indexEntryKey(_ i: Int) -> UnsafeRawBufferPointer? {
+        guard let (shared, unshared, _, p) = header(at: restartPoint(i)), shared == 0,
+              unshared >= InternalKey.trailerBytes else { return nil }
+        return UnsafeRawBufferPointer(rebasing: contents[p..<(p + unshared)])
+    }
+
     /// Index blocks (every entry a restart point, stored whole): the value of the first entry
-    /// whose key is >= target, nil when every key is smaller.
-    func indexLookup(_ target: UnsafeRawBufferPointer) -> Lookup {
+    /// whose key is >= target, nil when every key is smaller. `prefixes`, when given, narrows
+    /// the search to the entries whose key prefix ties with the target's.
+    func indexLookup(_ target: UnsafeRawBufferPointer, prefixes: IndexKeyPrefixes? = nil) -> Lookup {
         var lo = 0, hi = restartCount
+        if let prefixes {
+            switch prefixes.candidates(for: InternalKey.userKey(target)) {
+            case .afterAll: return .notFound
+            case let .within(range): (lo, hi) = (range.lowerBound, range.upperBound)
+            }
+        }
         while lo < hi {
             let mid = (lo + hi) / 2
-            guard let (shared, unshared, _, p) = header(at: restartPoint(mid)), shared == 0,
-                  unshared >= InternalKey.trailerBytes else { return .corrupted }
-            let k = UnsafeRawBufferPointer(rebasing: contents[p..<(p + unshared)])
+            guard let k = indexEntryKey(mid) else { return .corrupted }
             if InternalKey.compare(k, target) < 0 { lo = mid + 1 } else { hi = mid }
         }
         guard lo < restartCount else { return .notFound }

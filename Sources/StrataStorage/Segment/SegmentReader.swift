@@ -10,6 +10,7 @@ final class SegmentReader: @unchecked Sendable {
     let fileSize: UInt64
     let properties: SegmentProperties
     private let index: Block
+    private let indexPrefixes: IndexKeyPrefixes?
     private let filter: [UInt8]
     private let cache: BlockCache
     private let stats: StatisticsCounters
@@ -46,6 +47,7 @@ final class SegmentReader: @unchecked Sendable {
         }
         let footer = try raw.withUnsafeBytes { try SegmentFooter.decode($0, file: path, fileSize: fileSize) }
         index = try Self.readBlock(file: file, path: path, handle: footer.index)
+        indexPrefixes = IndexKeyPrefixes(index: index)
         let filterBlock = try Self.readBlock(file: file, path: path, handle: footer.filter, parseRestarts: false)
         filter = Array(UnsafeRawBufferPointer(rebasing: filterBlock.storage[0..<filterBlock.contents.count]))
         let propsBlock = try Self.readBlock(file: file, path: path, handle: footer.properties, parseRestarts: false)
@@ -147,7 +149,7 @@ final class SegmentReader: @unchecked Sendable {
             return nil
         }
         let handleBytes: UnsafeRawBufferPointer
-        switch index.indexLookup(lookupKey) {
+        switch index.indexLookup(lookupKey, prefixes: indexPrefixes) {
         case let .entry(_, _, offset, count): handleBytes = UnsafeRawBufferPointer(rebasing: index.contents[offset..<(offset + count)])
         case .notFound: return nil
         case .corrupted, .keyTooLong: throw StorageError.corruption(file: path, offset: 0, reason: "malformed index block")
