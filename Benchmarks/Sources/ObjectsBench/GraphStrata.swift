@@ -33,18 +33,13 @@ final class GStudent {
 }
 
 struct StrataGraph: GraphSystem {
-    static var options: StoreOptions {
-        var o = StoreOptions()
-        if let mb = ProcessInfo.processInfo.environment["STRATA_CACHE_MB"], let n = Int(mb) { o.engine.blockCacheBytes = n << 20 }
-        return o
-    }
     static let name = "strata"
     let directory: String
     var store: Store
 
     init(directory: String) throws {
         self.directory = directory
-        store = try Store(directoryPath: directory, options: StrataGraph.options)
+        store = try Store(directoryPath: directory)
     }
 
     func insertCustomers(_ data: GraphData) throws {
@@ -157,7 +152,7 @@ struct StrataGraph: GraphSystem {
 
     mutating func reopen() throws -> Int {
         store.close()
-        store = try Store(directoryPath: directory, options: StrataGraph.options)
+        store = try Store(directoryPath: directory)
         return try store.box(for: GOrder.self).count()
     }
 
