@@ -33,6 +33,7 @@ public struct EntityMacro: MemberMacro, ExtensionMacro {
             \(raw: encoder(model))
             \(raw: decoder(model))
             \(raw: relations(model))
+            \(raw: descriptorLines(model).joined(separator: "\n"))
             }
             """
         return [decl.cast(ExtensionDeclSyntax.self)]
@@ -113,6 +114,18 @@ public struct EntityMacro: MemberMacro, ExtensionMacro {
             \(attach.map { $0 + "\n" }.joined())    return object
             }
             """
+    }
+
+    /// One `Strata.Property` per stored property, relation and backlink, named like it, for
+    /// queries (`Order.amount > 100`). The key path lets the compiler infer the value type.
+    private static func descriptorLines(_ m: EntityModel) -> [String] {
+        var lines = fields(m).map { i, p in
+            "\(m.accessPrefix)static let `\(p.name)` = Strata.Property(\\\(m.typeName).`\(p.name)`, field: \(i), name: \(literal(p.name)))"
+        }
+        lines += backlinks(m).map { i, p, _, _ in
+            "\(m.accessPrefix)static let `\(p.name)` = Strata.Property(\\\(m.typeName).`\(p.name)`, backlink: \(i), name: \(literal(p.name)))"
+        }
+        return lines
     }
 
     /// Visits every relation so that `put` can store new targets first and maintain edges.

@@ -79,6 +79,8 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                 }
                 func _strataVisitRelations(_ visitor: inout Strata.RelationVisitor) throws {
                 }
+                static let `name` = Strata.Property(\\Customer.`name`, field: 0, name: "name")
+                static let `email` = Strata.Property(\\Customer.`email`, field: 1, name: "email")
             }
             """)
     }
@@ -128,6 +130,7 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                 }
                 public func _strataVisitRelations(_ visitor: inout Strata.RelationVisitor) throws {
                 }
+                public static let `text` = Strata.Property(\\Note.`text`, field: 0, name: "text")
             }
             """)
     }
@@ -174,6 +177,7 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                 }
                 func _strataVisitRelations(_ visitor: inout Strata.RelationVisitor) throws {
                 }
+                static let `label` = Strata.Property(\\Tag.`label`, field: 0, name: "label")
             }
             """)
     }
@@ -290,6 +294,9 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                     try visitor.visit(self.favorites, field: 1)
                     try visitor.visit(self.orders, backlink: 0)
                 }
+                static let `best` = Strata.Property(\\Customer.`best`, field: 0, name: "best")
+                static let `favorites` = Strata.Property(\\Customer.`favorites`, field: 1, name: "favorites")
+                static let `orders` = Strata.Property(\\Customer.`orders`, backlink: 0, name: "orders")
             }
             """)
     }

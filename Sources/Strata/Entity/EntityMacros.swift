@@ -20,7 +20,7 @@
 ///     parent through a `ToOne` or `ToMany`: it is put with its parent, removed with it or when
 ///     the parent stops referring to it, and cannot be put on its own.
 @attached(member, names: named(init))
-@attached(extension, conformances: Entity, names: named(_strataSchema), named(_strataEncode), named(_strataDecode),
+@attached(extension, conformances: Entity, names: arbitrary, named(_strataSchema), named(_strataEncode), named(_strataDecode),
           named(_strataVisitRelations), named(_strataEntityName))
 public macro Entity(name: String? = nil, embedded: Bool = false) = #externalMacro(module: "StrataMacros", type: "EntityMacro")
 

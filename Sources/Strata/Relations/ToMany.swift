@@ -135,14 +135,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
 
     /// The stored relation a backlink reads: its edge kind, entity and property ids.
     static func resolve(_ schema: BacklinkSchema, in store: Store) throws(StrataError) -> (EdgeKey.Kind, UInt32, UInt32) {
-        guard let record = store.record(named: schema.source),
-              let property = record.properties.first(where: { !$0.isRemoved && $0.name == schema.sourceProperty }),
-              property.type.isRelation else {
-            // The source entity was never stored: no edges can exist yet.
-            if store.record(named: schema.source) == nil { return (.toOneBacklink, 0, 0) }
-            throw .unknownRelation(entity: schema.source, property: schema.sourceProperty)
-        }
-        return (property.type == .toOne ? .toOneBacklink : .toManyBacklink, record.entityId, property.id)
+        try schema.storedRelation(in: store)
     }
 
     func attachStandalone(store: Store, entityId: UInt32, propertyId: UInt32, ownerId: Id) {
@@ -243,5 +236,19 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
         baseline = elements.map { $0.id }
         isLoaded = true
         hasChanges = false
+    }
+}
+
+extension BacklinkSchema {
+    /// The stored relation this backlink reads: its edge kind, entity and property ids.
+    func storedRelation(in store: Store) throws(StrataError) -> (EdgeKey.Kind, UInt32, UInt32) {
+        guard let record = store.record(named: source),
+              let property = record.properties.first(where: { !$0.isRemoved && $0.name == sourceProperty }),
+              property.type.isRelation else {
+            // The source entity was never stored: no edges can exist yet.
+            if store.record(named: source) == nil { return (.toOneBacklink, 0, 0) }
+            throw .unknownRelation(entity: source, property: sourceProperty)
+        }
+        return (property.type == .toOne ? .toOneBacklink : .toManyBacklink, record.entityId, property.id)
     }
 }

@@ -336,6 +336,23 @@ public struct Box<T: Entity>: Sendable {
         }
     }
 
+    /// Calls `body` with the stored bytes of the object with `id` as `t` sees them; false when
+    /// it is not stored.
+    func withStoredBytes(_ id: Id, binding b: EntityBinding, in t: Transaction?,
+                         _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+        let key = ObjectKey(entityId: b.entityId, id: id)
+        if let t, t.isWrite {
+            switch t.lookup(key) {
+            case .removed: return false
+            case let .value(r):
+                try t.arena.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[r])) }
+                return true
+            case .absent: break
+            }
+        }
+        return try key.withBytes { k in try store.engine.visitValue(forKey: k, in: store.objects, snapshot: t?.snapshot, body) }
+    }
+
     private func exists(_ id: Id, binding b: EntityBinding, in t: Transaction?) throws(StrataError) -> Bool {
         let key = ObjectKey(entityId: b.entityId, id: id)
         if let t, t.isWrite {
@@ -356,7 +373,7 @@ public struct Box<T: Entity>: Sendable {
 
     /// Visits this entity's objects by increasing id, merging a write transaction's pending
     /// writes over the engine's state, until `body` returns false. `body` must not write.
-    private func forEach(binding b: EntityBinding, in t: Transaction?,
+    func forEach(binding b: EntityBinding, in t: Transaction?,
                          _ body: (Id, UnsafeRawBufferPointer) throws -> Bool) throws {
         let pending = (t?.isWrite ?? false) ? t!.pendingObjects(entityId: b.entityId) : []
         var p = 0

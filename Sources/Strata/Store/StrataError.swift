@@ -38,6 +38,8 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
     case unsupportedFormatVersion(found: UInt32, supported: UInt32)
     /// A write on a store opened read-only, or inside `runInReadOnlyTransaction`.
     case readOnly
+    /// A query that cannot run as built: the reason says what to change.
+    case invalidQuery(reason: String)
     /// The transaction was rolled back because code inside it (a nested transaction) threw.
     case transactionAborted(reason: String)
     /// The storage engine failed: I/O, a lock held by another process, damaged files.
@@ -58,6 +60,7 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .corruptRelation(reason): "relation edges are damaged: \(reason)"
         case let .unknownRelation(entity, property): "\(entity).\(property) is not a relation the store knows"
         case let .invalidRelation(reason): "invalid relation: \(reason)"
+        case let .invalidQuery(reason): "invalid query: \(reason)"
         case let .unsupportedFormatVersion(found, supported):
             "the store has object format version \(found); this build reads up to \(supported)"
         case .readOnly: "write refused: the store or transaction is read-only"

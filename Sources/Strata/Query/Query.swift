@@ -1,0 +1,220 @@
+/// A built query: run it with ``find()``, ``findIds()``, ``count()``, ``findFirst()`` or
+/// ``remove()``, as often as needed; ``setParameter(_:to:)`` changes its values without
+/// rebuilding. Each run sees one consistent snapshot, or, inside a write transaction, the
+/// transaction's own writes.
+///
+/// ```swift
+/// let q = try orders.query { Order.amount > 100 }.ordered(by: Order.amount, .descending).build()
+/// let top = try q.find(offset: 0, limit: 10)
+/// try q.setParameter(Order.amount, to: 1_000)
+/// let n = try q.count()
+/// ```
+///
+/// Conditions on stored properties scan the entity's objects once, reading only the fields they
+/// need; links narrow the objects through the relation edges first.
+public final class Query<T: Entity> {
+    let box: Box<T>
+    private(set) var condition: ConditionNode
+    let orderings: [QueryOrdering]
+    let links: [QueryLink]
+
+    init(box: Box<T>, condition: ConditionNode, orderings: [QueryOrdering], links: [QueryLink]) {
+        self.box = box
+        self.condition = condition
+        self.orderings = orderings
+        self.links = links
+    }
+
+    private var store: Store { box.store }
+
+    /// The matching objects, in the query's order (by id when it has none).
+    public func find() throws(StrataError) -> [T] { try find(offset: 0, limit: nil) }
+
+    /// One page of the matching objects: `limit` of them after skipping `offset`.
+    public func find(offset: Int, limit: Int?) throws(StrataError) -> [T] {
+        try checkPage(offset: offset, limit: limit)
+        return try store.read(consistent: true) { t in
+            if orderings.isEmpty && links.isEmpty && offset == 0 && limit == nil {
+                // No order to establish: decode while scanning instead of reading each match again.
+                var out: [T] = []
+                let store = self.store
+                let b = try store.binding(for: T.self).get()
+                try QueryRun.scan(T.self, condition: condition, fieldsNeeded: [], store: store, in: t,
+                                  bytes: { id, bytes throws(StrataError) in out.append(try b.decode(T.self, id: id, from: bytes, store: store)) })
+                return out
+            }
+            return try box.get(try ids(in: t, offset: offset, limit: limit))
+        }
+    }
+
+    /// The ids of the matching objects, in the query's order.
+    public func findIds() throws(StrataError) -> [Id] { try findIds(offset: 0, limit: nil) }
+
+    /// One page of the matching ids.
+    public func findIds(offset: Int, limit: Int?) throws(StrataError) -> [Id] {
+        try checkPage(offset: offset, limit: limit)
+        return try store.read(consistent: true) { t in try ids(in: t, offset: offset, limit: limit) }
+    }
+
+    /// The first matching object in the query's order, or nil.
+    public func findFirst() throws(StrataError) -> T? { try find(offset: 0, limit: 1).first }
+
+    /// The number of matching objects.
+    public func count() throws(StrataError) -> Int {
+        try store.read(consistent: true) { t in try matches(in: t).count }
+    }
+
+    /// Removes the matching objects in one transaction (with inverse maintenance: references
+    /// to them are cleared, their targets stay) and returns how many there were.
+    @discardableResult
+    public func remove() throws(StrataError) -> Int {
+        try store.write { t in
+            let ids = try ids(in: t, offset: 0, limit: nil)
+            try box.remove(ids)
+            return ids.count
+        }
+    }
+
+    // MARK: parameters
+
+    /// Replaces the value of the conditions on `property` (`==`, `<`, …, string conditions).
+    /// Throws ``StrataError/invalidQuery(reason:)`` when the query has no such condition.
+    public func setParameter<V: PersistableValue>(_ property: Property<T, V>, to value: V) throws(StrataError) {
+        try replace(property, .one(.of(value), value as? String ?? (value as? String?) ?? nil))
+    }
+
+    /// Replaces the bounds of a `between` condition on `property`.
+    public func setParameters<V: PersistableValue>(_ property: Property<T, V>, to lower: V, _ upper: V) throws(StrataError) {
+        try replace(property, .two(.of(lower), .of(upper)))
+    }
+
+    /// Replaces the values of an `isIn` condition on `property`.
+    public func setParameter<V: PersistableValue>(_ property: Property<T, V>, to values: [V]) throws(StrataError) {
+        try replace(property, .many(Set(values.map(QueryValue.of))))
+    }
+
+    private func replace<V>(_ property: Property<T, V>, _ r: ConditionNode.Replacement) throws(StrataError) {
+        guard let field = property.field else { throw .invalidQuery(reason: "\(property.name) is not a stored property") }
+        var count = 0
+        let replaced = condition.replacing(field: field, with: r, count: &count)
+        guard count > 0 else { throw .invalidQuery(reason: "the query has no condition of that kind on \(property.name)") }
+        condition = replaced
+    }
+
+    // MARK: running
+
+    private func checkPage(offset: Int, limit: Int?) throws(StrataError) {
+        guard offset >= 0 else { throw .invalidQuery(reason: "offset \(offset) is negative") }
+        if let limit, limit < 0 { throw .invalidQuery(reason: "limit \(limit) is negative") }
+    }
+
+    private func ids(in t: Transaction?, offset: Int, limit: Int?) throws(StrataError) -> [Id] {
+        var found = try matches(in: t)
+        if !orderings.isEmpty { try sort(&found, in: t) }
+        let start = min(offset, found.count)
+        let end = limit.map { min(found.count, start + $0) } ?? found.count
+        return found[start..<end].map(\.id)
+    }
+
+    private struct Match {
+        let id: Id
+        var keys: [QueryValue]
+    }
+
+    private func matches(in t: Transaction?) throws(StrataError) -> [Match] {
+        let b = try store.binding(for: T.self).get()
+        var candidates: Set<Id>?
+        for link in links {
+            let allowed = try link.candidates(b, store, t)
+            candidates = candidates.map { $0.intersection(allowed) } ?? allowed
+        }
+        let orderFields = try orderings.map { o throws(StrataError) -> Int in
+            guard case let .field(f) = o.slot, T._strataSchema.properties[f].type != .toMany else {
+                throw .invalidQuery(reason: "a query orders by stored properties and to-one relations only")
+            }
+            return f
+        }
+        var out: [Match] = []
+        try QueryRun.scan(T.self, condition: condition, fieldsNeeded: Set(orderFields), candidates: candidates, store: store, in: t) { id, m throws(StrataError) in
+            out.append(Match(id: id, keys: orderFields.map { m.field($0).owned }))
+        }
+        return out
+    }
+
+    private func sort(_ found: inout [Match], in t: Transaction?) throws(StrataError) {
+        for (i, o) in orderings.enumerated() {
+            guard let related = o.related else { continue }
+            // The key holds the target id; replace it by the target's property value.
+            var targets = Set<Id>()
+            for m in found { if case let .uint(id) = m.keys[i] { targets.insert(id) } }
+            let values = try related.values(targets, store, t)
+            for j in found.indices {
+                if case let .uint(id) = found[j].keys[i] { found[j].keys[i] = values[id] ?? .null }
+            }
+        }
+        let descending = orderings.map(\.descending)
+        found.sort { a, b in
+            for i in descending.indices where a.keys[i] != b.keys[i] {
+                return descending[i] ? b.keys[i] < a.keys[i] : a.keys[i] < b.keys[i]
+            }
+            return a.id < b.id
+        }
+    }
+}
+
+/// The scans queries and links run.
+enum QueryRun {
+    /// Calls `body` for each object of `R` matching `condition` (among `candidates` when
+    /// given), by increasing id, with the matcher holding its `fieldsNeeded`.
+    static func scan<R: Entity>(_ type: R.Type, condition: ConditionNode, fieldsNeeded: Set<Int>, candidates: Set<Id>? = nil,
+                                store: Store, in t: Transaction?,
+                                _ body: (Id, ObjectMatcher) throws(StrataError) -> Void = { _, _ in },
+                                bytes: ((Id, UnsafeRawBufferPointer) throws(StrataError) -> Void)? = nil) throws(StrataError) {
+        let b = try store.binding(for: R.self).get()
+        do {
+            let m = try ObjectMatcher(R.self, binding: b, store: store, transaction: t, fieldsNeeded: condition.fields.union(fieldsNeeded))
+            let box = store.box(for: R.self)
+            func visit(_ id: Id, _ raw: UnsafeRawBufferPointer) throws(StrataError) {
+                try m.load(raw, id: id)
+                guard try m.matches(condition, id: id) else { return }
+                try body(id, m)
+                try bytes?(id, raw)
+            }
+            if let candidates {
+                for id in candidates.sorted() {
+                    _ = try box.withStoredBytes(id, binding: b, in: t) { raw in try visit(id, raw) }
+                }
+            } else {
+                try box.forEach(binding: b, in: t) { id, raw in
+                    try visit(id, raw)
+                    return true
+                }
+            }
+        } catch let e as StrataError {
+            throw e
+        } catch let failure as CodecFailure {
+            throw .corruptObject(entity: b.name, id: 0, reason: failure.reason)
+        } catch {
+            throw StrataError(error)
+        }
+    }
+
+    static func matchingIds<R: Entity>(of type: R.Type, condition: ConditionNode, store: Store, in t: Transaction?) throws(StrataError) -> [Id] {
+        var ids: [Id] = []
+        try scan(R.self, condition: condition, fieldsNeeded: [], store: store, in: t) { id, _ in ids.append(id) }
+        return ids
+    }
+
+    /// The value of one property of each stored object of `R` among `ids`.
+    static func fieldValues<R: Entity>(of type: R.Type, ids: Set<Id>, slot: PropertySlot, store: Store,
+                                       in t: Transaction?) throws(StrataError) -> [Id: QueryValue] {
+        guard case let .field(f) = slot, R._strataSchema.properties[f].type != .toMany else {
+            throw .invalidQuery(reason: "a query orders by stored properties and to-one relations only")
+        }
+        var values: [Id: QueryValue] = [:]
+        try scan(R.self, condition: .all, fieldsNeeded: [f], candidates: ids, store: store, in: t) { id, m in
+            values[id] = m.field(f).owned
+        }
+        return values
+    }
+}

@@ -1,0 +1,88 @@
+/// A condition on objects of `Owner`, built from property descriptors and combined with `&&`,
+/// `||` and parentheses.
+///
+/// ```swift
+/// let expensive = try orders.query { Order.amount >= 1_000 && (Order.summary.startsWith("a") || Order.customer.isNil()) }.build()
+/// ```
+public struct QueryCondition<Owner: Entity>: Sendable {
+    let node: ConditionNode
+
+    public static func && (a: QueryCondition, b: QueryCondition) -> QueryCondition {
+        QueryCondition(node: .and([a.node, b.node]))
+    }
+
+    public static func || (a: QueryCondition, b: QueryCondition) -> QueryCondition {
+        QueryCondition(node: .or([a.node, b.node]))
+    }
+}
+
+/// How a compared value relates to the stored one.
+enum CompareOperator: Sendable {
+    case equal, notEqual, less, lessOrEqual, greater, greaterOrEqual
+
+    func holds(_ c: Int) -> Bool {
+        switch self {
+        case .equal: c == 0
+        case .notEqual: c != 0
+        case .less: c < 0
+        case .lessOrEqual: c <= 0
+        case .greater: c > 0
+        case .greaterOrEqual: c >= 0
+        }
+    }
+}
+
+enum StringOperator: Sendable {
+    case equal, notEqual, startsWith, endsWith, contains
+}
+
+/// The condition tree a query evaluates on stored bytes.
+indirect enum ConditionNode: Sendable {
+    case all
+    case compare(field: Int, CompareOperator, QueryValue)
+    case between(field: Int, QueryValue, QueryValue)
+    case isIn(field: Int, Set<QueryValue>)
+    case isNil(field: Int, Bool)
+    case string(field: Int, StringOperator, String, caseSensitive: Bool)
+    /// The number of elements of a standalone to-many or a backlink.
+    case relationCount(PropertySlot, CompareOperator, Int)
+    case and([ConditionNode])
+    case or([ConditionNode])
+
+    /// The stored fields the condition reads.
+    var fields: Set<Int> {
+        switch self {
+        case .all, .relationCount: []
+        case let .compare(f, _, _), let .between(f, _, _), let .isIn(f, _), let .isNil(f, _), let .string(f, _, _, _): [f]
+        case let .and(nodes), let .or(nodes): nodes.reduce(into: Set<Int>()) { $0.formUnion($1.fields) }
+        }
+    }
+
+    /// New values for the conditions on one property (query parameters).
+    enum Replacement {
+        case one(QueryValue, String?)
+        case two(QueryValue, QueryValue)
+        case many(Set<QueryValue>)
+    }
+
+    /// This tree with the values of the conditions on `target` replaced; `count` says how many were.
+    func replacing(field target: Int, with r: Replacement, count: inout Int) -> ConditionNode {
+        switch (self, r) {
+        case let (.compare(f, op, _), .one(v, _)) where f == target:
+            count += 1
+            return .compare(field: f, op, v)
+        case let (.string(f, op, _, cs), .one(_, s?)) where f == target:
+            count += 1
+            return .string(field: f, op, s, caseSensitive: cs)
+        case let (.between(f, _, _), .two(a, b)) where f == target:
+            count += 1
+            return .between(field: f, a, b)
+        case let (.isIn(f, _), .many(values)) where f == target:
+            count += 1
+            return .isIn(field: f, values)
+        case let (.and(nodes), _): return .and(nodes.map { $0.replacing(field: target, with: r, count: &count) })
+        case let (.or(nodes), _): return .or(nodes.map { $0.replacing(field: target, with: r, count: &count) })
+        default: return self
+        }
+    }
+}
