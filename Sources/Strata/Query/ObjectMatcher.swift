@@ -145,9 +145,7 @@ final class ObjectMatcher {
         case let .field(f):
             return try store.toManyList(entityId: binding.entityId, propertyId: binding.propertyIds[f], source: id, in: transaction)
         case let .backlink(b):
-            let (kind, entityId, propertyId) = try backlinks[b].storedRelation(in: store)
-            let prefix = EdgeKey(kind: kind, entityId: entityId, propertyId: propertyId, a: id, b: 0)
-            return try store.edgeSources(sharingPrefixWith: prefix, in: transaction)
+            return try store.backlinkSources(backlinks[b], of: id, in: transaction)
         }
     }
 }

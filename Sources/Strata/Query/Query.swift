@@ -205,6 +205,18 @@ enum QueryRun {
         return ids
     }
 
+    /// The objects whose relation (`entityId`, `propertyId`) points at one of `targets`: one
+    /// prefix scan of the relation's mirror edges (`kind`) per target.
+    static func sources(pointingAt targets: [Id], kind: EdgeKey.Kind, entityId: UInt32, propertyId: UInt32,
+                        store: Store, in t: Transaction?) throws(StrataError) -> Set<Id> {
+        var ids = Set<Id>()
+        for target in targets {
+            let prefix = EdgeKey(kind: kind, entityId: entityId, propertyId: propertyId, a: target, b: 0)
+            ids.formUnion(try store.edgeSources(sharingPrefixWith: prefix, in: t))
+        }
+        return ids
+    }
+
     /// The value of one property of each stored object of `R` among `ids`.
     static func fieldValues<R: Entity>(of type: R.Type, ids: Set<Id>, slot: PropertySlot, store: Store,
                                        in t: Transaction?) throws(StrataError) -> [Id: QueryValue] {

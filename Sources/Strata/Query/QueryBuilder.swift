@@ -47,12 +47,8 @@ public struct QueryBuilder<T: Entity> {
         b.links.append(QueryLink { source, store, t throws(StrataError) in
             guard let field else { throw .invalidQuery(reason: "\(relation.name) is not a stored relation") }
             let targets = try QueryRun.matchingIds(of: R.self, condition: inner, store: store, in: t)
-            var ids = Set<Id>()
-            for target in targets {
-                let prefix = EdgeKey(kind: .toOneBacklink, entityId: source.entityId, propertyId: source.propertyIds[field], a: target, b: 0)
-                ids.formUnion(try store.edgeSources(sharingPrefixWith: prefix, in: t))
-            }
-            return ids
+            return try QueryRun.sources(pointingAt: targets, kind: .toOneBacklink, entityId: source.entityId,
+                                        propertyId: source.propertyIds[field], store: store, in: t)
         })
         return b
     }
@@ -68,12 +64,8 @@ public struct QueryBuilder<T: Entity> {
             case let .field(field):
                 // Standalone to-many: targets that match, then who holds them.
                 let targets = try QueryRun.matchingIds(of: R.self, condition: inner, store: store, in: t)
-                var ids = Set<Id>()
-                for target in targets {
-                    let prefix = EdgeKey(kind: .toManyBacklink, entityId: source.entityId, propertyId: source.propertyIds[field], a: target, b: 0)
-                    ids.formUnion(try store.edgeSources(sharingPrefixWith: prefix, in: t))
-                }
-                return ids
+                return try QueryRun.sources(pointingAt: targets, kind: .toManyBacklink, entityId: source.entityId,
+                                            propertyId: source.propertyIds[field], store: store, in: t)
             case let .backlink(index):
                 // A backlink: the sources (R) that match name their targets (T) themselves.
                 let schema = T._strataSchema.backlinks[index]

@@ -36,6 +36,12 @@ extension Store {
         return set.sorted()
     }
 
+    /// The ids of the sources a backlink of `owner` shows: one prefix scan of its relation's edges.
+    func backlinkSources(_ schema: BacklinkSchema, of owner: Id, in t: Transaction?) throws(StrataError) -> [Id] {
+        let (kind, entityId, propertyId) = try schema.storedRelation(in: self)
+        return try edgeSources(sharingPrefixWith: EdgeKey(kind: kind, entityId: entityId, propertyId: propertyId, a: owner, b: 0), in: t)
+    }
+
     /// The ordered target ids of a standalone to-many.
     func toManyList(entityId: UInt32, propertyId: UInt32, source: Id, in t: Transaction?) throws(StrataError) -> [Id] {
         let key = EdgeKey(kind: .toManyList, entityId: entityId, propertyId: propertyId, a: source, b: 0)

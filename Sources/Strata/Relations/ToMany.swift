@@ -127,15 +127,8 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
         case let .standalone(entityId, propertyId):
             return try store.toManyList(entityId: entityId, propertyId: propertyId, source: ownerId, in: t)
         case let .backlink(schema):
-            let (kind, entityId, propertyId) = try Self.resolve(schema, in: store)
-            let prefix = EdgeKey(kind: kind, entityId: entityId, propertyId: propertyId, a: ownerId, b: 0)
-            return try store.edgeSources(sharingPrefixWith: prefix, in: t)
+            return try store.backlinkSources(schema, of: ownerId, in: t)
         }
-    }
-
-    /// The stored relation a backlink reads: its edge kind, entity and property ids.
-    static func resolve(_ schema: BacklinkSchema, in store: Store) throws(StrataError) -> (EdgeKey.Kind, UInt32, UInt32) {
-        try schema.storedRelation(in: store)
     }
 
     func attachStandalone(store: Store, entityId: UInt32, propertyId: UInt32, ownerId: Id) {
@@ -183,7 +176,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
                 t.putEdge(EdgeKey(kind: .toManyBacklink, entityId: entityId, propertyId: propertyId, a: target, b: ownerId))
             }
         case let .backlink(schema):
-            let (kind, entityId, propertyId) = try Self.resolve(schema, in: store)
+            let (kind, entityId, propertyId) = try schema.storedRelation(in: store)
             guard entityId != 0 || items.isEmpty else {
                 throw .unknownRelation(entity: schema.source, property: schema.sourceProperty)
             }

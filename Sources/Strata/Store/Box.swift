@@ -319,21 +319,7 @@ public struct Box<T: Entity>: Sendable {
     /// Appends the object with `id` to `out` if it is stored. Appending instead of returning an
     /// optional keeps generic-optional handling (a runtime metadata lookup) off the per-object path.
     private func load(_ id: Id, binding b: EntityBinding, in t: Transaction?, into out: inout [T]) throws {
-        let key = ObjectKey(entityId: b.entityId, id: id)
-        if let t, t.isWrite {
-            switch t.lookup(key) {
-            case .removed: return
-            case let .value(r):
-                out.append(try t.arena.withUnsafeBytes { try b.decode(T.self, id: id, from: UnsafeRawBufferPointer(rebasing: $0[r]), store: store) })
-                return
-            case .absent: break
-            }
-        }
-        _ = try key.withBytes { k in
-            try store.engine.visitValue(forKey: k, in: store.objects, snapshot: t?.snapshot) { v in
-                out.append(try b.decode(T.self, id: id, from: v, store: store))
-            }
-        }
+        _ = try withStoredBytes(id, binding: b, in: t) { v in out.append(try b.decode(T.self, id: id, from: v, store: store)) }
     }
 
     /// Calls `body` with the stored bytes of the object with `id` as `t` sees them; false when
