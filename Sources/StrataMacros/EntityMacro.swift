@@ -8,7 +8,7 @@ import SwiftSyntaxMacros
 ///
 /// The member role adds `init()` only when the type's own initializers hide the implicit one;
 /// the extension role carries the conformance and reports every declaration error (once).
-public struct EntityMacro: MemberMacro, ExtensionMacro {
+public struct EntityMacro: MemberMacro, ExtensionMacro, MemberAttributeMacro {
     public static func expansion(of node: AttributeSyntax, providingMembersOf declaration: some DeclGroupSyntax,
                                  conformingTo protocols: [TypeSyntax],
                                  in context: some MacroExpansionContext) throws -> [DeclSyntax] {
@@ -16,6 +16,29 @@ public struct EntityMacro: MemberMacro, ExtensionMacro {
         guard let model = EntityModel.analyze(attribute: node, declaration: declaration, diagnostics: &diagnostics),
               model.needsNoArgumentInit else { return [] }
         return ["\(raw: model.accessPrefix)init() {}"]
+    }
+
+    /// Marks each stored property, relation and backlink with `@Strata._StrataDescriptor`, whose
+    /// peer expansion declares the query descriptor (`Order.amount`). Declaring descriptors as
+    /// peers with `names: overloaded` rather than from the extension (`names: arbitrary`) keeps
+    /// the compiler from expanding the extension while it looks up `==`: that lookup cycle made
+    /// it synthesize a memberwise `Equatable` witness over a hand-written `==`.
+    public static func expansion(of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax,
+                                 providingAttributesFor member: some DeclSyntaxProtocol,
+                                 in context: some MacroExpansionContext) throws -> [AttributeSyntax] {
+        guard let variable = member.as(VariableDeclSyntax.self) else { return [] }
+        var diagnostics: [Diagnostic] = []
+        guard let model = EntityModel.analyze(attribute: node, declaration: declaration, diagnostics: &diagnostics) else {
+            return []
+        }
+        let names = Set(variable.bindings.compactMap {
+            $0.pattern.as(IdentifierPatternSyntax.self)?.identifier.text.trimmingCharacters(in: "`")
+        })
+        var slots = fields(model).filter { names.contains($0.property.name) }.map { "\($0.property.name):field:\($0.index)" }
+        slots += backlinks(model).filter { names.contains($0.property.name) }.map { "\($0.property.name):backlink:\($0.index)" }
+        guard !slots.isEmpty else { return [] }
+        let arguments = ([model.typeName, model.accessPrefix] + slots).map(literal).joined(separator: ", ")
+        return ["@Strata._StrataDescriptor(\(raw: arguments))"]
     }
 
     public static func expansion(of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax,
@@ -33,7 +56,6 @@ public struct EntityMacro: MemberMacro, ExtensionMacro {
             \(raw: encoder(model))
             \(raw: decoder(model))
             \(raw: relations(model))
-            \(raw: descriptorLines(model).joined(separator: "\n"))
             }
             """
         return [decl.cast(ExtensionDeclSyntax.self)]
@@ -116,18 +138,6 @@ public struct EntityMacro: MemberMacro, ExtensionMacro {
             """
     }
 
-    /// One `Strata.Property` per stored property, relation and backlink, named like it, for
-    /// queries (`Order.amount > 100`). The key path lets the compiler infer the value type.
-    private static func descriptorLines(_ m: EntityModel) -> [String] {
-        var lines = fields(m).map { i, p in
-            "\(m.accessPrefix)static let `\(p.name)` = Strata.Property(\\\(m.typeName).`\(p.name)`, field: \(i), name: \(literal(p.name)))"
-        }
-        lines += backlinks(m).map { i, p, _, _ in
-            "\(m.accessPrefix)static let `\(p.name)` = Strata.Property(\\\(m.typeName).`\(p.name)`, backlink: \(i), name: \(literal(p.name)))"
-        }
-        return lines
-    }
-
     /// Visits every relation so that `put` can store new targets first and maintain edges.
     private static func relations(_ m: EntityModel) -> String {
         var lines = fields(m).compactMap { i, p in
@@ -144,7 +154,7 @@ public struct EntityMacro: MemberMacro, ExtensionMacro {
             """
     }
 
-    private static func literal(_ s: String) -> String {
+    static func literal(_ s: String) -> String {
         var out = "\""
         for c in s.unicodeScalars {
             switch c {

@@ -120,6 +120,10 @@ struct EntityModel {
             let isTransient = hasAttribute(variable, named: "Transient")
             let isLet = variable.bindingSpecifier.tokenKind == .keyword(.let)
             let isLazy = variable.modifiers.contains { $0.name.tokenKind == .keyword(.lazy) }
+            if !isTransient && variable.bindings.filter({ !isComputed($0) }).count > 1 {
+                diagnostics.append(Diagnostic(node: variable.bindingSpecifier, message: EntityDiagnostic.multipleBindings))
+                continue
+            }
             var renamedFrom: String?
             if let renamed = findAttribute(variable, named: "Renamed") {
                 if case let .argumentList(args)? = renamed.arguments, let first = args.first,
@@ -232,7 +236,7 @@ struct EntityModel {
         }
     }
 
-    private static func stringLiteral(_ expr: ExprSyntax) -> String? {
+    static func stringLiteral(_ expr: ExprSyntax) -> String? {
         guard let literal = expr.as(StringLiteralExprSyntax.self), literal.segments.count == 1,
               case let .stringSegment(segment)? = literal.segments.first else { return nil }
         return segment.content.text
@@ -296,7 +300,7 @@ struct EntityModel {
     }
 }
 
-private extension String {
+extension String {
     func trimmingCharacters(in character: Character) -> String {
         var s = Substring(self)
         while s.first == character { s.removeFirst() }

@@ -7,5 +7,6 @@ struct StrataMacrosPlugin: CompilerPlugin {
     let providingMacros: [Macro.Type] = [
         EntityMacro.self,
         PropertyMarkerMacro.self,
+        DescriptorMacro.self,
     ]
 }

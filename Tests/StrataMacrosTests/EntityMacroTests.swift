@@ -41,8 +41,9 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
             """, expandsTo: """
             final class Customer {
                 var id: Id = 0
+                @Strata._StrataDescriptor("Customer", "", "name:field:0")
                 var name: String = ""
-                var email: String? = nil
+                @Strata._StrataDescriptor("Customer", "", "email:field:1") var email: String? = nil
                 var scratch = 0
                 var computed: Int { 1 }
                 static var shared = 0
@@ -79,8 +80,6 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                 }
                 func _strataVisitRelations(_ visitor: inout Strata.RelationVisitor) throws {
                 }
-                static let `name` = Strata.Property(\\Customer.`name`, field: 0, name: "name")
-                static let `email` = Strata.Property(\\Customer.`email`, field: 1, name: "email")
             }
             """)
     }
@@ -96,6 +95,7 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
             """, expandsTo: """
             public struct Note {
                 public var id: Id = 0
+                @Strata._StrataDescriptor("Note", "public ", "text:field:0")
                 public var text = ""
                 public init(text: String) { self.text = text }
 
@@ -130,7 +130,6 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                 }
                 public func _strataVisitRelations(_ visitor: inout Strata.RelationVisitor) throws {
                 }
-                public static let `text` = Strata.Property(\\Note.`text`, field: 0, name: "text")
             }
             """)
     }
@@ -146,6 +145,7 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
             """, expandsTo: """
             final class Tag {
                 var id: Id = 0
+                @Strata._StrataDescriptor("Tag", "", "label:field:0")
                 var label: String
                 init(label: String = "") { self.label = label }
             }
@@ -177,7 +177,6 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                 }
                 func _strataVisitRelations(_ visitor: inout Strata.RelationVisitor) throws {
                 }
-                static let `label` = Strata.Property(\\Tag.`label`, field: 0, name: "label")
             }
             """)
     }
@@ -219,6 +218,12 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                diagnoses: "lazy property 'name' cannot be stored; mark it @Transient", line: 4, column: 14)
     }
 
+    @Test func severalStoredPropertiesInOneDeclaration() {
+        expect("@Entity\nstruct A {\n    var id: Id = 0\n    var x = 0, y = 0\n}",
+               diagnoses: "declare each stored property in its own 'var' ('var a = 0' then 'var b = 0'): @Entity attaches a query descriptor to each declaration",
+               line: 4, column: 5)
+    }
+
     @Test func nonFinalClassGenericTypeAndEnum() {
         expect("@Entity\nclass A {\n    var id: Id = 0\n}",
                diagnoses: "@Entity class 'A' must be final: the store creates instances of exactly this class",
@@ -254,9 +259,11 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
             """, expandsTo: """
             final class Customer {
                 var id: Id = 0
+                @Strata._StrataDescriptor("Customer", "", "best:field:0")
                 var best: ToOne<Order> = nil
+                @Strata._StrataDescriptor("Customer", "", "favorites:field:1")
                 var favorites: ToMany<Order> = nil
-                var orders: ToMany<Order> = nil
+                @Strata._StrataDescriptor("Customer", "", "orders:backlink:0") var orders: ToMany<Order> = nil
             }
 
             extension Customer: Strata.Entity {
@@ -294,9 +301,6 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                     try visitor.visit(self.favorites, field: 1)
                     try visitor.visit(self.orders, backlink: 0)
                 }
-                static let `best` = Strata.Property(\\Customer.`best`, field: 0, name: "best")
-                static let `favorites` = Strata.Property(\\Customer.`favorites`, field: 1, name: "favorites")
-                static let `orders` = Strata.Property(\\Customer.`orders`, backlink: 0, name: "orders")
             }
             """)
     }
@@ -311,5 +315,24 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
         expect("@Entity\nstruct A {\n    var id: Id = 0\n    @Backlink(x) var bs: ToMany<B> = nil\n}",
                expanded: "struct A {\n    var id: Id = 0\n    var bs: ToMany<B> = nil\n}",
                diagnoses: "@Backlink needs a key path to the relation it reverses: @Backlink(\\Order.customer)", line: 4, column: 5)
+    }
+}
+
+@Suite struct DescriptorMacroTests {
+    @Test func declaresTheDescriptorWithTheOwnersAccess() {
+        assertMacroExpansion("""
+            @_StrataDescriptor("Pair", "public ", "left:field:0")
+            public var left = 0
+            @_StrataDescriptor("Pair", "", "children:backlink:2")
+            var children: ToMany<Pair> = nil
+            """, expandedSource: """
+            public var left = 0
+
+            public static let `left` = Strata.Property(\\Pair.`left`, field: 0, name: "left")
+            var children: ToMany<Pair> = nil
+
+            static let `children` = Strata.Property(\\Pair.`children`, backlink: 2, name: "children")
+            """, macroSpecs: ["_StrataDescriptor": MacroSpec(type: DescriptorMacro.self)],
+            failureHandler: { Issue.record("\($0.message)") })
     }
 }

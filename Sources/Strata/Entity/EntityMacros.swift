@@ -20,7 +20,8 @@
 ///     parent through a `ToOne` or `ToMany`: it is put with its parent, removed with it or when
 ///     the parent stops referring to it, and cannot be put on its own.
 @attached(member, names: named(init))
-@attached(extension, conformances: Entity, names: arbitrary, named(_strataSchema), named(_strataEncode), named(_strataDecode),
+@attached(memberAttribute)
+@attached(extension, conformances: Entity, names: named(_strataSchema), named(_strataEncode), named(_strataDecode),
           named(_strataVisitRelations), named(_strataEntityName))
 public macro Entity(name: String? = nil, embedded: Bool = false) = #externalMacro(module: "StrataMacros", type: "EntityMacro")
 
@@ -55,3 +56,9 @@ public macro Renamed(from oldName: String) = #externalMacro(module: "StrataMacro
 @attached(peer)
 public macro Backlink<Source, Relation>(_ relation: KeyPath<Source, Relation>) =
     #externalMacro(module: "StrataMacros", type: "PropertyMarkerMacro")
+
+/// Declares the query descriptor of the property it is attached to. `@Entity` writes it; it is
+/// not meant to be written by hand.
+@attached(peer, names: overloaded)
+public macro _StrataDescriptor(_ owner: String, _ access: String, _ slots: String...) =
+    #externalMacro(module: "StrataMacros", type: "DescriptorMacro")
