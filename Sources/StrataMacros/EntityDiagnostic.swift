@@ -14,6 +14,7 @@ enum EntityDiagnostic: DiagnosticMessage {
     case unsupportedType(property: String, type: String)
     case unsupportedPattern
     case multipleBindings
+    case indexOnNonValue(String)
     case markerOnNonProperty(String)
     case renamedArgument
     case entityNameArgument
@@ -47,6 +48,8 @@ enum EntityDiagnostic: DiagnosticMessage {
             "property '\(property)' has type '\(type)', which Strata cannot store; use Bool, Int, Int8…Int64, UInt8…UInt64, Float, Double, String, Date, Data, [UInt8], a RawRepresentable enum over those, or an optional of one, or mark it @Transient"
         case .unsupportedPattern:
             "declare one stored property per name ('var a = 0'); tuple patterns cannot be stored"
+        case let .indexOnNonValue(name):
+            "@\(name) applies to a stored value property; relations are looked up through their edges already"
         case .multipleBindings:
             "declare each stored property in its own 'var' ('var a = 0' then 'var b = 0'): @Entity attaches a query descriptor to each declaration"
         case let .markerOnNonProperty(name):
@@ -82,6 +85,7 @@ enum EntityDiagnostic: DiagnosticMessage {
         case .unsupportedType: "unsupportedType"
         case .unsupportedPattern: "unsupportedPattern"
         case .multipleBindings: "multipleBindings"
+        case .indexOnNonValue: "indexOnNonValue"
         case .markerOnNonProperty: "markerOnNonProperty"
         case .renamedArgument: "renamedArgument"
         case .entityNameArgument: "entityNameArgument"

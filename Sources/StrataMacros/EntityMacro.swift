@@ -77,7 +77,8 @@ public struct EntityMacro: MemberMacro, ExtensionMacro, MemberAttributeMacro {
     private static func schema(_ m: EntityModel) -> String {
         let properties = fields(m).map { _, p in
             let renamed = p.renamedFrom.map { ", renamedFrom: \(literal($0))" } ?? ""
-            return "        Strata.PropertySchema(name: \(literal(p.name)), keyPath: \\\(m.typeName).\(p.name)\(renamed)),"
+            let index = p.index.map { ", index: .\($0)" } ?? ""
+            return "        Strata.PropertySchema(name: \(literal(p.name)), keyPath: \\\(m.typeName).\(p.name)\(renamed)\(index)),"
         }
         let links = backlinks(m).map { _, p, _, sourceProperty in
             "        Strata.BacklinkSchema(name: \(literal(p.name)), keyPath: \\\(m.typeName).\(p.name), sourceProperty: \(literal(sourceProperty))),"

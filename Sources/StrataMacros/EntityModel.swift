@@ -20,6 +20,8 @@ struct EntityModel {
 
         /// The Swift name.
         var name: String
+        /// "index", "unique" or nil, from `@Index` / `@Unique`.
+        var index: String? = nil
         /// The name the property was stored under before a rename, from `@Renamed(from:)`.
         var renamedFrom: String?
         var kind: Kind = .value
@@ -120,6 +122,16 @@ struct EntityModel {
             let isTransient = hasAttribute(variable, named: "Transient")
             let isLet = variable.bindingSpecifier.tokenKind == .keyword(.let)
             let isLazy = variable.modifiers.contains { $0.name.tokenKind == .keyword(.lazy) }
+            let indexAttribute = findAttribute(variable, named: "Unique") ?? findAttribute(variable, named: "Index")
+            let indexKind = indexAttribute.map { $0.attributeName.trimmedDescription.hasSuffix("Unique") ? "unique" : "index" }
+            if let indexAttribute {
+                let type = variable.bindings.first?.typeAnnotation?.type
+                if isTransient || findAttribute(variable, named: "Backlink") != nil
+                    || (type.map { isToOne($0) || toManyElementType($0) != nil } ?? false) {
+                    diagnostics.append(Diagnostic(node: indexAttribute, message: EntityDiagnostic.indexOnNonValue(indexAttribute.attributeName.trimmedDescription)))
+                    continue
+                }
+            }
             if !isTransient && variable.bindings.filter({ !isComputed($0) }).count > 1 {
                 diagnostics.append(Diagnostic(node: variable.bindingSpecifier, message: EntityDiagnostic.multipleBindings))
                 continue
@@ -194,7 +206,7 @@ struct EntityModel {
                     diagnostics.append(Diagnostic(node: type, message: EntityDiagnostic.unsupportedType(property: name, type: type.trimmedDescription)))
                     continue
                 }
-                properties.append(StoredProperty(name: name, renamedFrom: renamedFrom))
+                properties.append(StoredProperty(name: name, index: indexKind, renamedFrom: renamedFrom))
             }
         }
         if !sawId {

@@ -4,19 +4,22 @@ import StrataStorage
 enum ObjectFormat {
     /// Version of the object layer's layout (catalog, keys, codec), stored under
     /// ``MetaKey/format``. A store with a higher version is refused. Version 2 added the object
-    /// counts; a version 1 store is upgraded at its first writable open.
-    static let version: UInt32 = 2
+    /// counts, version 3 the secondary indexes; older stores are upgraded at their first writable open.
+    static let version: UInt32 = 3
     /// First byte of every encoded object.
     static let codecVersion: UInt8 = 1
     /// First byte of every persisted entity record in the catalog. Version 2 added the target
-    /// entity of relation properties, version 3 the entity flags; older records are still read.
-    static let entityRecordVersion: UInt8 = 3
+    /// entity of relation properties, version 3 the entity flags, version 4 the index flags and
+    /// default index values; older records are still read.
+    static let entityRecordVersion: UInt8 = 4
     /// Key space holding the objects: key = entity id (u32 BE) + object id (u64 BE).
     static let objectsKeySpace = "objects"
     /// Key space holding the catalog: format version, entity records, id counters.
     static let metaKeySpace = "meta"
     /// Key space holding relation edges (SPEC.md §Relations).
     static let edgesKeySpace = "edges"
+    /// Key space holding the secondary indexes (SPEC.md §Indexes).
+    static let indexesKeySpace = "indexes"
     /// Bytes in an object key.
     static let objectKeyBytes = 12
     /// Largest encoded object: the engine's value limit.

@@ -43,6 +43,25 @@ public macro Transient() = #externalMacro(module: "StrataMacros", type: "Propert
 @attached(peer)
 public macro Renamed(from oldName: String) = #externalMacro(module: "StrataMacros", type: "PropertyMarkerMacro")
 
+/// Keeps a secondary index of the property, so that equality, range and `startsWith` (case
+/// sensitive) conditions on it read O(log n + k) index entries instead of scanning every object.
+/// Adding it to an existing store builds the index at the type's first ``Store/box(for:)``.
+///
+/// ```swift
+/// @Index var amount = 0.0
+/// ```
+@attached(peer)
+public macro Index() = #externalMacro(module: "StrataMacros", type: "PropertyMarkerMacro")
+
+/// An index whose values are unique: a put that would store a value a second time throws
+/// ``StrataError/uniqueViolation(entity:property:value:existing:)`` and writes nothing.
+///
+/// ```swift
+/// @Unique var email = ""
+/// ```
+@attached(peer)
+public macro Unique() = #externalMacro(module: "StrataMacros", type: "PropertyMarkerMacro")
+
 /// Declares a to-many as the reverse view of another entity's relation: of a `ToOne` (1:N) or
 /// of a standalone `ToMany` (N:M). Nothing is stored for it; it is read from the other side's
 /// edges with one prefix scan.

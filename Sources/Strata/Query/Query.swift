@@ -10,8 +10,9 @@
 /// let n = try q.count()
 /// ```
 ///
-/// Conditions on stored properties scan the entity's objects once, reading only the fields they
-/// need; links narrow the objects through the relation edges first.
+/// Equality, range, `isIn`, `isNil` and case-sensitive `startsWith` conditions on an `@Index`
+/// property read the index (O(log n + k)); other conditions scan the entity's objects once,
+/// reading only the fields they need; links narrow the objects through the relation edges first.
 public final class Query<T: Entity> {
     let box: Box<T>
     private(set) var condition: ConditionNode
@@ -171,6 +172,11 @@ enum QueryRun {
                                 _ body: (Id, ObjectMatcher) throws(StrataError) -> Void = { _, _ in },
                                 bytes: ((Id, UnsafeRawBufferPointer) throws(StrataError) -> Void)? = nil) throws(StrataError) {
         let b = try store.binding(for: R.self).get()
+        var candidates = candidates
+        if let plan = IndexPlan.make(condition, binding: b) {
+            let indexed = try plan.candidates(store: store, binding: b, in: t)
+            candidates = candidates.map { $0.intersection(indexed) } ?? indexed
+        }
         do {
             let m = try ObjectMatcher(R.self, binding: b, store: store, transaction: t, fieldsNeeded: condition.fields.union(fieldsNeeded))
             let box = store.box(for: R.self)

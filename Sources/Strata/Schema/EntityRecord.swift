@@ -11,6 +11,12 @@ struct EntityRecord: Equatable, Sendable {
         var isRemoved: Bool
         /// For a relation: the target entity's name.
         var target: String? = nil
+        /// The index the store keeps for the property: set once the index is built.
+        var index: PropertyIndex = .none
+        /// For an indexed property: the index encoding (``IndexKey``) of the value an object
+        /// stored without the field reads as, so that the index agrees with queries and can be
+        /// maintained without the Swift type at hand.
+        var indexDefault: [UInt8] = []
 
         var typeDescription: String {
             if let target { return "\(type)<\(target)>" }
@@ -32,6 +38,9 @@ struct EntityRecord: Equatable, Sendable {
     private enum Flag {
         static let optional: UInt8 = 1
         static let removed: UInt8 = 2
+        static let indexed: UInt8 = 4
+        static let unique: UInt8 = 8
+        static let all: UInt8 = optional | removed | indexed | unique
     }
 
     func encoded() -> [UInt8] {
@@ -52,8 +61,13 @@ struct EntityRecord: Equatable, Sendable {
             varint(UInt64(p.id))
             string(p.name)
             out.append(p.type.rawValue)
-            out.append((p.isOptional ? Flag.optional : 0) | (p.isRemoved ? Flag.removed : 0))
+            let indexFlags = p.index == .none ? 0 : Flag.indexed | (p.index == .unique ? Flag.unique : 0)
+            out.append((p.isOptional ? Flag.optional : 0) | (p.isRemoved ? Flag.removed : 0) | indexFlags)
             if p.type.isRelation { string(p.target ?? "") }
+            if p.index != .none {
+                varint(UInt64(p.indexDefault.count))
+                out.append(contentsOf: p.indexDefault)
+            }
         }
         return out
     }
@@ -97,14 +111,23 @@ struct EntityRecord: Equatable, Sendable {
         for _ in 0..<count {
             guard let id = varint(), id >= 1, id <= last, let pname = string(),
                   let rawType = byte(), let type = PropertyType(rawValue: rawType),
-                  let flags = byte(), flags & ~(Flag.optional | Flag.removed) == 0 else { return nil }
+                  let flags = byte(), flags & ~Flag.all == 0 else { return nil }
             var target: String?
             if type.isRelation {
                 guard version >= 2, let t = string(), !t.isEmpty else { return nil }
                 target = t
             }
-            properties.append(Property(id: UInt32(id), name: pname, type: type, isOptional: flags & Flag.optional != 0,
-                                       isRemoved: flags & Flag.removed != 0, target: target))
+            var property = Property(id: UInt32(id), name: pname, type: type, isOptional: flags & Flag.optional != 0,
+                                    isRemoved: flags & Flag.removed != 0, target: target)
+            if flags & Flag.indexed != 0 {
+                guard version >= 4, !type.isRelation, let n = varint(), n <= UInt64(bytes.count - pos) else { return nil }
+                property.index = flags & Flag.unique != 0 ? .unique : .index
+                property.indexDefault = Array(bytes[pos..<(pos + Int(n))])
+                pos += Int(n)
+            } else if flags & Flag.unique != 0 {
+                return nil
+            }
+            properties.append(property)
         }
         guard pos == bytes.count, Set(properties.map(\.id)).count == properties.count else { return nil }
         self.init(entityId: entityId, name: name, lastPropertyId: UInt32(last), properties: properties)
@@ -120,7 +143,8 @@ struct EntityRecord: Equatable, Sendable {
 
     /// Matches a declared schema against this record. Returns the record to persist (equal to
     /// `self` when nothing changed) and, per declared property, the stored id it maps to.
-    /// Throws when a property keeps its name but changes its type.
+    /// Throws when a property keeps its name but changes its type. Index flags are left as
+    /// stored: the store builds or drops indexes (``IndexBuilder``) and then records them.
     func reconciled(with schema: EntitySchema) throws(StrataError) -> (record: EntityRecord, ids: [UInt32]) {
         var next = self
         if properties.isEmpty && lastPropertyId == 0 {

@@ -30,13 +30,17 @@ public struct PropertySchema: Sendable, Equatable {
     public var renamedFrom: String?
     /// For a relation, the entity name of its target.
     public var target: String?
+    /// The secondary index kept for the property (`@Index`, `@Unique`).
+    public var index: PropertyIndex
 
-    public init(name: String, type: PropertyType, isOptional: Bool, renamedFrom: String? = nil, target: String? = nil) {
+    public init(name: String, type: PropertyType, isOptional: Bool, renamedFrom: String? = nil, target: String? = nil,
+                index: PropertyIndex = .none) {
         self.name = name
         self.type = type
         self.isOptional = isOptional
         self.renamedFrom = renamedFrom
         self.target = target
+        self.index = index
     }
 
     /// The schema of a to-one relation.
@@ -50,20 +54,24 @@ public struct PropertySchema: Sendable, Equatable {
     }
 
     /// The schema of a property of a storable type (generated code calls this).
-    public init<Root, Value: PersistableValue>(name: String, keyPath: KeyPath<Root, Value>, renamedFrom: String? = nil) {
-        self.init(name: name, type: Value._strataPropertyType, isOptional: Value._strataIsOptional, renamedFrom: renamedFrom)
+    public init<Root, Value: PersistableValue>(name: String, keyPath: KeyPath<Root, Value>, renamedFrom: String? = nil,
+                                               index: PropertyIndex = .none) {
+        self.init(name: name, type: Value._strataPropertyType, isOptional: Value._strataIsOptional, renamedFrom: renamedFrom,
+                  index: index)
     }
 
     /// The schema of a property holding a `RawRepresentable` enum, stored as its raw value.
-    public init<Root, Value: RawRepresentable>(name: String, keyPath: KeyPath<Root, Value>, renamedFrom: String? = nil)
+    public init<Root, Value: RawRepresentable>(name: String, keyPath: KeyPath<Root, Value>, renamedFrom: String? = nil,
+                                               index: PropertyIndex = .none)
         where Value.RawValue: PersistableValue {
-        self.init(name: name, type: Value.RawValue._strataPropertyType, isOptional: false, renamedFrom: renamedFrom)
+        self.init(name: name, type: Value.RawValue._strataPropertyType, isOptional: false, renamedFrom: renamedFrom, index: index)
     }
 
     /// The schema of an optional `RawRepresentable` enum property.
-    public init<Root, Value: RawRepresentable>(name: String, keyPath: KeyPath<Root, Value?>, renamedFrom: String? = nil)
+    public init<Root, Value: RawRepresentable>(name: String, keyPath: KeyPath<Root, Value?>, renamedFrom: String? = nil,
+                                               index: PropertyIndex = .none)
         where Value.RawValue: PersistableValue {
-        self.init(name: name, type: Value.RawValue._strataPropertyType, isOptional: true, renamedFrom: renamedFrom)
+        self.init(name: name, type: Value.RawValue._strataPropertyType, isOptional: true, renamedFrom: renamedFrom, index: index)
     }
 
     /// "String?", "Int64" or "ToOne<Customer>": the type as the store sees it, for messages.
@@ -71,6 +79,16 @@ public struct PropertySchema: Sendable, Equatable {
         if let target { return "\(type)<\(target)>" }
         return isOptional ? "\(type)?" : "\(type)"
     }
+}
+
+/// Whether a property has a secondary index, and whether its values must be unique.
+public enum PropertyIndex: UInt8, Sendable, Equatable {
+    /// No index: conditions on the property scan the entity's objects.
+    case none
+    /// `@Index`: equality and range conditions read the index.
+    case index
+    /// `@Unique`: indexed, and a put that would store a value a second time fails.
+    case unique
 }
 
 /// A backlink: a to-many view of the objects whose relation `sourceProperty` (a `ToOne` or a

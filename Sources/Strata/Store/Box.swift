@@ -101,6 +101,16 @@ public struct Box<T: Entity>: Sendable {
     }
 
     private func store(_ object: inout T, mode: PutMode, binding b: EntityBinding, in t: Transaction) throws(StrataError) -> Id {
+        if let ix = b.indexes {
+            // Before anything is written (ids, related objects): a duplicate of a @Unique value
+            // or an unindexable value fails the put with the store unchanged.
+            b.encode(object, into: &t.scratch)
+            do {
+                try t.scratch.withUnsafeBytes { raw in try t.checkIndexedValues(of: raw, id: object.id, indexes: ix) }
+            } catch {
+                throw StrataError(error)
+            }
+        }
         var id = object.id
         let assigned = id == 0
         var isNew = assigned
@@ -151,7 +161,10 @@ public struct Box<T: Entity>: Sendable {
             if assigned { object.id = 0 }
             throw .objectTooLarge(entity: b.name, size: t.scratch.count, limit: ObjectFormat.maxObjectBytes)
         }
-        t.scratch.withUnsafeBytes { t.put(ObjectKey(entityId: b.entityId, id: id), value: $0) }
+        t.scratch.withUnsafeBytes { raw in
+            t.put(ObjectKey(entityId: b.entityId, id: id), value: raw, isFresh: assigned || (mode == .insert && isNew))
+            if let ix = b.indexes, ix.hasUnique { t.recordUniqueValues(of: raw, id: id, indexes: ix) }
+        }
         if isNew { t.adjustCount(entityId: b.entityId, by: 1) }
         if b.hasRelations {
             try visitRelations(of: &object, phase: .afterWrite(oldTargets: oldTargets), binding: b, id: id, in: t)

@@ -16,11 +16,15 @@ final class EntityBinding: @unchecked Sendable {
     let hasRelations: Bool
     /// `@Entity(embedded: true)`: put only through a parent.
     let isEmbedded: Bool
+    /// The built indexes (what the persisted record lists), or nil.
+    let indexes: EntityIndexes?
     /// The last object id assigned. Read and written only by the transaction holding the
     /// store's write lock (hence `@unchecked Sendable`).
     var lastId: Id
 
-    init(schema: EntitySchema, entityId: UInt32, propertyIds: [UInt32], typeIdentifier: ObjectIdentifier, lastId: Id) {
+    init(schema: EntitySchema, entityId: UInt32, propertyIds: [UInt32], typeIdentifier: ObjectIdentifier, lastId: Id,
+         indexes: EntityIndexes? = nil) {
+        self.indexes = indexes
         name = schema.name
         isEmbedded = schema.isEmbedded
         backlinks = schema.backlinks

@@ -31,6 +31,9 @@ public final class Store: @unchecked Sendable {
     let meta: KeySpace
     /// Nil only in a read-only store created before it had relations: no edges then.
     let edges: KeySpace?
+    /// Nil only in a read-only store created before it had indexes.
+    let indexSpace: KeySpace?
+    let indexProgress: (@Sendable (IndexProgress) -> Void)?
     let counters = StoreCounters()
     /// Whether the catalog holds each entity's object count (false only for a read-only open of
     /// a store written before counts existed: `count()` then iterates).
@@ -44,6 +47,8 @@ public final class Store: @unchecked Sendable {
         var records: [String: EntityRecord] = [:]
         var lastIds: [UInt32: Id] = [:]
         var bindings: [ObjectIdentifier: Result<EntityBinding, StrataError>] = [:]
+        /// The built indexes of each entity that has any, from `records`.
+        var indexes: [UInt32: EntityIndexes] = [:]
         var boundNames: [String: ObjectIdentifier] = [:]
         var nextEntityId: UInt32 = 1
     }
@@ -57,7 +62,8 @@ public final class Store: @unchecked Sendable {
         var engineOptions = options.engine
         engineOptions.durability = options.durability
         engineOptions.readOnly = options.readOnly
-        engineOptions.keySpaces = options.readOnly ? [] : [ObjectFormat.objectsKeySpace, ObjectFormat.metaKeySpace, ObjectFormat.edgesKeySpace]
+        engineOptions.keySpaces = options.readOnly ? [] : [ObjectFormat.objectsKeySpace, ObjectFormat.metaKeySpace, ObjectFormat.edgesKeySpace,
+                                                                    ObjectFormat.indexesKeySpace]
         do {
             let engine = try Engine.open(directory: directoryPath, options: engineOptions)
             self.engine = engine
@@ -65,6 +71,7 @@ public final class Store: @unchecked Sendable {
                 objects = try Self.keySpace(ObjectFormat.objectsKeySpace, in: engine)
                 meta = try Self.keySpace(ObjectFormat.metaKeySpace, in: engine)
                 edges = engine.existingKeySpace(named: ObjectFormat.edgesKeySpace)
+                indexSpace = engine.existingKeySpace(named: ObjectFormat.indexesKeySpace)
                 let (loaded, counted) = try Self.loadCatalog(engine: engine, meta: meta, objects: objects,
                                                              readOnly: options.readOnly, durability: options.durability)
                 catalog = LockedValue(loaded)
@@ -77,6 +84,7 @@ public final class Store: @unchecked Sendable {
             throw StrataError(error)
         }
         self.directoryPath = directoryPath
+        indexProgress = options.indexProgress
         durability = options.durability
         isReadOnly = options.readOnly
     }
@@ -140,6 +148,14 @@ public final class Store: @unchecked Sendable {
             }
             batch.put(formatKey, withUnsafeBytes(of: ObjectFormat.version.littleEndian) { Array($0) }, in: meta)
             try engine.write(batch, durability: durability)
+        } else if found < ObjectFormat.version && !readOnly {
+            // Version 2 → 3 adds the indexes key space, opened above; nothing else changes.
+            var batch = WriteBatch()
+            batch.put(formatKey, withUnsafeBytes(of: ObjectFormat.version.littleEndian) { Array($0) }, in: meta)
+            try engine.write(batch, durability: durability)
+        }
+        for record in catalog.records.values {
+            if let ix = EntityIndexes(record) { catalog.indexes[record.entityId] = ix }
         }
         return (catalog, true)
     }
@@ -199,6 +215,12 @@ public final class Store: @unchecked Sendable {
 
     func binding<T: Entity>(for type: T.Type) -> Result<EntityBinding, StrataError> {
         let typeId = ObjectIdentifier(type)
+        if let b = catalog.withLock({ $0.bindings[typeId] }) { return b }
+        // Binding may build indexes, which needs the write lock (taken before the catalog lock,
+        // the order write transactions use). A write transaction on this thread holds it already.
+        let takeWriteLock = !isReadOnly && !(TransactionContext.current(for: self)?.isWrite ?? false)
+        if takeWriteLock { writeLock.lock() }
+        defer { if takeWriteLock { writeLock.unlock() } }
         return catalog.withLock { c in
             if let b = c.bindings[typeId] { return b }
             let result = Result { () throws(StrataError) in try makeBinding(T.self, catalog: &c) }
@@ -217,17 +239,81 @@ public final class Store: @unchecked Sendable {
         if let other = c.boundNames[schema.name], other != typeId { throw .duplicateEntityName(schema.name) }
         let existing = c.records[schema.name]
             ?? EntityRecord(entityId: c.nextEntityId, name: schema.name, lastPropertyId: 0, properties: [])
-        let (record, ids) = try existing.reconciled(with: schema)
-        if record != c.records[schema.name] && !isReadOnly {
-            var batch = WriteBatch()
-            batch.put(MetaKey.entity.key(entity: record.entityId), record.encoded(), in: meta)
-            do { try engine.write(batch, durability: durability) } catch { throw StrataError(error) }
+        var (record, ids) = try existing.reconciled(with: schema)
+        if !isReadOnly {
+            try checkOpen()
+            var fresh: [UInt8] = []
+            let probe = EntityBinding(schema: schema, entityId: record.entityId, propertyIds: ids, typeIdentifier: typeId, lastId: 0)
+            probe.encode(try Self.freshObject(T.self, binding: probe), into: &fresh)
+            do {
+                try IndexBuilder.reconcile(&record, schema: schema, propertyIds: ids, encodedDefault: fresh, store: self)
+            } catch {
+                // A refused index: persist what the store now holds (a rebuilt index it had to
+                // drop is no longer listed), then fail the binding.
+                if record != c.records[schema.name] { try persist(record, catalog: &c) }
+                throw error
+            }
         }
+        if record != c.records[schema.name] && !isReadOnly { try persist(record, catalog: &c) }
         c.records[schema.name] = record
+        c.indexes[record.entityId] = EntityIndexes(record)
         c.nextEntityId = max(c.nextEntityId, record.entityId + 1)
         c.boundNames[schema.name] = typeId
         return EntityBinding(schema: schema, entityId: record.entityId, propertyIds: ids, typeIdentifier: typeId,
-                             lastId: c.lastIds[record.entityId] ?? 0)
+                             lastId: c.lastIds[record.entityId] ?? 0, indexes: c.indexes[record.entityId])
+    }
+
+    private func persist(_ record: EntityRecord, catalog c: inout Catalog) throws(StrataError) {
+        var batch = WriteBatch()
+        batch.put(MetaKey.entity.key(entity: record.entityId), record.encoded(), in: meta)
+        do { try engine.write(batch, durability: durability) } catch { throw StrataError(error) }
+        c.records[record.name] = record
+        c.indexes[record.entityId] = EntityIndexes(record)
+        c.nextEntityId = max(c.nextEntityId, record.entityId + 1)
+    }
+
+    /// What `init()` gives: decoding an empty record runs exactly that.
+    private static func freshObject<T: Entity>(_ type: T.Type, binding: EntityBinding) throws(StrataError) -> T {
+        let empty: [UInt8] = [ObjectFormat.codecVersion]
+        do {
+            return try empty.withUnsafeBytes { raw in
+                try binding.fieldMap.withUnsafeBufferPointer { map in
+                    var reader = try ObjectReader(bytes: raw, fieldMap: map)
+                    return try T._strataDecode(id: 0, from: &reader)
+                }
+            }
+        } catch {
+            throw StrataError(error)
+        }
+    }
+
+    /// The built indexes of an entity, or nil when it has none.
+    func indexes(entityId: UInt32) -> EntityIndexes? {
+        catalog.withLock { $0.indexes[entityId] }
+    }
+
+    /// The object ids of the index entries whose key starts with `prefix`, in key order.
+    func indexedIds(withPrefix prefix: [UInt8], snapshot: Snapshot?) throws(StrataError) -> [Id] {
+        try indexedIds(from: prefix, to: IndexKey.successor(prefix), snapshot: snapshot)
+    }
+
+    /// The object ids of the index entries with keys in `lower..<upper`.
+    func indexedIds(from lower: [UInt8], to upper: [UInt8]?, snapshot: Snapshot?) throws(StrataError) -> [Id] {
+        guard let indexSpace else { return [] }
+        if let upper, !lower.lexicographicallyPrecedes(upper) { return [] }
+        var ids: [Id] = []
+        do {
+            let it = try engine.makeIterator(in: indexSpace, lowerBound: lower, upperBound: upper, snapshot: snapshot)
+            try it.seekToFirst()
+            while it.isValid {
+                ids.append(IndexKey.id(fromKey: it.key))
+                try it.next()
+            }
+        } catch {
+            throw StrataError(error)
+        }
+        counters.indexEntriesRead.add(UInt64(ids.count), ordering: .relaxed)
+        return ids
     }
 
     /// The persisted record of an entity, by name.

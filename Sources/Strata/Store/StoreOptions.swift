@@ -24,8 +24,36 @@ public struct StoreOptions: Sendable {
     /// Engine tuning (memtable and cache sizes, compression, file system). Its durability,
     /// read-only flag and key spaces are set from the store's.
     public var engine = EngineOptions()
+    /// Called while the store builds or drops a secondary index: when a type gains or loses
+    /// `@Index`/`@Unique` on an existing store, at the first ``Store/box(for:)`` of that type.
+    /// Called from that thread, after each chunk of objects, and once at the end.
+    ///
+    /// ```swift
+    /// options.indexProgress = { p in print("\(p.entity).\(p.property): \(p.done)/\(p.total)") }
+    /// ```
+    public var indexProgress: (@Sendable (IndexProgress) -> Void)?
 
     public init() {}
+}
+
+/// How far an index build or drop has come (``StoreOptions/indexProgress``).
+public struct IndexProgress: Sendable, Equatable {
+    public enum Phase: Sendable, Equatable {
+        /// Reading every object of the entity and writing its index entries.
+        case building
+        /// Checking that a `@Unique` property holds no value twice.
+        case checkingUnique
+        /// Deleting the entries of an index no longer declared.
+        case dropping
+    }
+
+    public var entity: String
+    public var property: String
+    public var phase: Phase
+    /// Objects (building) or entries (checking, dropping) handled so far.
+    public var done: Int
+    /// Objects to read when building (the entity's count); 0 when not known in advance.
+    public var total: Int
 }
 
 /// Sizes and time of a full compaction (``Store/compact()``).

@@ -17,6 +17,8 @@ public struct StoreStatistics: Sendable, Equatable {
     public var objectsWritten: UInt64
     /// Edges written or removed by committed transactions.
     public var edgesWritten: UInt64
+    /// Secondary index entries read by queries and `@Unique` checks.
+    public var indexEntriesRead: UInt64 = 0
 }
 
 /// The live counters behind ``StoreStatistics``.
@@ -25,10 +27,12 @@ final class StoreCounters: Sendable {
     let edgesRead = Atomic<UInt64>(0)
     let objectsWritten = Atomic<UInt64>(0)
     let edgesWritten = Atomic<UInt64>(0)
+    let indexEntriesRead = Atomic<UInt64>(0)
 
     var snapshot: StoreStatistics {
         StoreStatistics(objectsRead: objectsRead.load(ordering: .relaxed), edgesRead: edgesRead.load(ordering: .relaxed),
                         objectsWritten: objectsWritten.load(ordering: .relaxed),
-                        edgesWritten: edgesWritten.load(ordering: .relaxed))
+                        edgesWritten: edgesWritten.load(ordering: .relaxed),
+                        indexEntriesRead: indexEntriesRead.load(ordering: .relaxed))
     }
 }

@@ -38,6 +38,11 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
     case unsupportedFormatVersion(found: UInt32, supported: UInt32)
     /// A write on a store opened read-only, or inside `runInReadOnlyTransaction`.
     case readOnly
+    /// A put would store `value` in the `@Unique` property `property` a second time: the object
+    /// with id `existing` holds it already. Nothing was written.
+    case uniqueViolation(entity: String, property: String, value: String, existing: Id)
+    /// An indexed value is too large for an index key; index a shorter property instead.
+    case indexValueTooLarge(entity: String, property: String, size: Int, limit: Int)
     /// A query that cannot run as built: the reason says what to change.
     case invalidQuery(reason: String)
     /// The transaction was rolled back because code inside it (a nested transaction) threw.
@@ -60,6 +65,10 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .corruptRelation(reason): "relation edges are damaged: \(reason)"
         case let .unknownRelation(entity, property): "\(entity).\(property) is not a relation the store knows"
         case let .invalidRelation(reason): "invalid relation: \(reason)"
+        case let .uniqueViolation(entity, property, value, existing):
+            "\(entity).\(property) is @Unique and \(value) is already stored (in \(entity) with id \(existing)); nothing was written"
+        case let .indexValueTooLarge(entity, property, size, limit):
+            "\(entity).\(property) is indexed and a value of \(size) bytes is over the index key limit of \(limit)"
         case let .invalidQuery(reason): "invalid query: \(reason)"
         case let .unsupportedFormatVersion(found, supported):
             "the store has object format version \(found); this build reads up to \(supported)"

@@ -7,10 +7,13 @@ final class Transaction {
     enum Kind { case read, write }
 
     /// One pending write: the newest value of a key in this transaction, or a removal.
-    private struct Pending {
+    struct Pending {
         var key: ObjectKey
         /// Range in `arena`; nil for a removal.
         var value: Range<Int>?
+        /// The key held nothing before this transaction (a new id): index maintenance has no
+        /// old entries to read.
+        var isFresh = false
     }
 
     enum Lookup {
@@ -27,7 +30,7 @@ final class Transaction {
 
     // A transaction belongs to one thread (the one running its closure), so the hot state
     // skips the runtime's exclusivity checks.
-    @exclusivity(unchecked) private var pending: [Pending] = []
+    @exclusivity(unchecked) private(set) var pending: [Pending] = []
     @exclusivity(unchecked) private var pendingIndex = PendingIndex()
     @exclusivity(unchecked) private(set) var arena: [UInt8] = []
     /// Encoding buffer, reused for every object of the transaction.
@@ -38,6 +41,9 @@ final class Transaction {
     @exclusivity(unchecked) private(set) var countDeltas: [UInt32: Int64] = [:]
     /// Entities whose id counter moved; their counters are written with the commit.
     private var advancedCounters: [UInt32: EntityBinding] = [:]
+    /// Values this transaction put in `@Unique` properties: index value prefix → object ids.
+    /// Candidates only (an object may have changed again): checks re-read the object.
+    @exclusivity(unchecked) var pendingUnique: [[UInt8]: [Id]] = [:]
     /// Class objects whose id this transaction assigned: reset to 0 if it rolls back.
     private var assignedObjects: [AnyObject] = []
     /// Set when code inside a joined (nested) transaction threw: the whole transaction rolls back.
@@ -56,11 +62,11 @@ final class Transaction {
         return pending[i].value.map(Lookup.value) ?? .removed
     }
 
-    /// Records `value` as the new content of `key`.
-    func put(_ key: ObjectKey, value: UnsafeRawBufferPointer) {
+    /// Records `value` as the new content of `key`; `isFresh` when the key was never stored.
+    func put(_ key: ObjectKey, value: UnsafeRawBufferPointer, isFresh: Bool = false) {
         let start = arena.count
         arena.append(contentsOf: value)
-        record(Pending(key: key, value: start..<arena.count))
+        record(Pending(key: key, value: start..<arena.count, isFresh: isFresh))
     }
 
     func remove(_ key: ObjectKey) {
@@ -69,6 +75,8 @@ final class Transaction {
 
     private func record(_ p: Pending) {
         if let i = pendingIndex.slot(of: p.key) {
+            var p = p
+            p.isFresh = pending[i].isFresh
             pending[i] = p
         } else {
             pendingIndex.insert(p.key, slot: pending.count)
@@ -121,6 +129,7 @@ final class Transaction {
                 }
             }
         }
+        try addIndexChanges(to: &batch)
         for (key, value) in pendingEdges {
             let k = key.bytes
             guard let edges = store.edges else { break }
@@ -151,6 +160,7 @@ final class Transaction {
         pending.removeAll()
         pendingIndex.removeAll()
         pendingEdges.removeAll()
+        pendingUnique.removeAll()
         countDeltas.removeAll()
     }
 }

@@ -1,0 +1,174 @@
+import StrataStorage
+
+/// Makes the store's indexes match what a type declares, when the store first binds the type:
+/// builds the indexes of properties that gained `@Index`/`@Unique` (one pass over the entity's
+/// objects), checks a property that became `@Unique`, and drops the entries of indexes no
+/// longer declared. Runs with the store's write lock held, so no write interleaves.
+///
+/// Entries are written in chunks before the entity record that lists the index: a crash in
+/// between leaves the index unlisted, and the next build first clears what it finds.
+enum IndexBuilder {
+    private static let chunk = 16_384
+
+    /// Updates `record`'s index flags and defaults to those `schema` declares, writing and
+    /// deleting index entries as needed. `encodedDefault` is the encoding of a fresh `init()`
+    /// object: the values objects stored without a field read as.
+    static func reconcile(_ record: inout EntityRecord, schema: EntitySchema, propertyIds: [UInt32],
+                          encodedDefault: [UInt8], store: Store) throws(StrataError) {
+        var wanted = record
+        for i in wanted.properties.indices { wanted.properties[i].index = .none }
+        for (declared, id) in zip(schema.properties, propertyIds) where declared.index != .none {
+            guard let i = wanted.properties.firstIndex(where: { $0.id == id }) else { continue }
+            wanted.properties[i].index = declared.index
+        }
+        // Defaults: the index encodings of a fresh object's values.
+        if let ix = EntityIndexes(wanted) {
+            let defaults: [[UInt8]]
+            do { defaults = try encodedDefault.withUnsafeBytes { try ix.values(of: $0) } } catch {
+                throw .corruptObject(entity: record.name, id: 0, reason: "the default object does not encode: \(error)")
+            }
+            for (p, value) in zip(ix.properties, defaults) {
+                if let i = wanted.properties.firstIndex(where: { $0.id == p.propertyId }) { wanted.properties[i].indexDefault = value }
+            }
+        }
+        guard wanted != record else { return }
+        if store.isReadOnly || store.indexSpace == nil {
+            // Nothing can be written: queries use only the indexes already built.
+            return
+        }
+        var toBuild: [EntityRecord.Property] = []
+        var toCheck: [EntityRecord.Property] = []
+        var toDrop: [EntityRecord.Property] = []
+        for (old, new) in zip(record.properties, wanted.properties) {
+            let rebuilt = old.index != .none && new.index != .none && old.indexDefault != new.indexDefault
+            if old.index != .none && new.index == .none { toDrop.append(old) }
+            if new.index != .none && (old.index == .none || rebuilt) {
+                toBuild.append(new)
+            } else if new.index == .unique && old.index == .index {
+                toCheck.append(new)
+            }
+        }
+        // Builds and checks first, so that a refused unique index leaves every existing index
+        // as it was. (A rebuild clears its old entries: a refused one is no longer listed.)
+        if !toBuild.isEmpty { try build(wanted, toBuild, store: store) }
+        for p in toBuild + toCheck where p.index == .unique {
+            do {
+                try checkUnique(wanted, p, store: store)
+            } catch {
+                for built in toBuild { try drop(wanted, built, store: store) }
+                for i in record.properties.indices where toBuild.contains(where: { $0.id == record.properties[i].id }) {
+                    record.properties[i].index = .none
+                    record.properties[i].indexDefault = []
+                }
+                throw error
+            }
+        }
+        for p in toDrop { try drop(record, p, store: store) }
+        record = wanted
+    }
+
+    private static func report(_ store: Store, _ record: EntityRecord, _ p: EntityRecord.Property, _ phase: IndexProgress.Phase,
+                               done: Int, total: Int) {
+        store.indexProgress?(IndexProgress(entity: record.name, property: p.name, phase: phase, done: done, total: total))
+    }
+
+    private static func write(_ batch: WriteBatch, store: Store) throws(StrataError) {
+        do { try store.engine.write(batch, durability: store.durability) } catch { throw StrataError(error) }
+    }
+
+    /// Deletes every entry of one property's index.
+    private static func drop(_ record: EntityRecord, _ p: EntityRecord.Property, store: Store) throws(StrataError) {
+        guard let space = store.indexSpace else { return }
+        var done = 0
+        do {
+            let it = try store.engine.makeIterator(in: space, prefix: IndexKey.header(entityId: record.entityId, propertyId: p.id))
+            try it.seekToFirst()
+            var batch = WriteBatch()
+            var n = 0
+            while it.isValid {
+                batch.delete(Array(it.key), in: space)
+                n += 1
+                done += 1
+                if n == chunk {
+                    try write(batch, store: store)
+                    report(store, record, p, .dropping, done: done, total: 0)
+                    batch = WriteBatch()
+                    n = 0
+                }
+                try it.next()
+            }
+            if n > 0 { try write(batch, store: store) }
+        } catch {
+            throw StrataError(error)
+        }
+        report(store, record, p, .dropping, done: done, total: done)
+    }
+
+    /// Writes the entries of `properties` for every stored object of the entity.
+    private static func build(_ record: EntityRecord, _ properties: [EntityRecord.Property], store: Store) throws(StrataError) {
+        guard let space = store.indexSpace, let all = EntityIndexes(record) else { return }
+        // Leftovers of a build a crash interrupted.
+        for p in properties { try drop(record, p, store: store) }
+        let positions = properties.compactMap { all.position(ofProperty: $0.id) }
+        let total = Int(try store.storedCount(entityId: record.entityId, in: nil))
+        var done = 0
+        do {
+            let it = try store.engine.makeIterator(in: store.objects, prefix: ObjectKey.prefix(entityId: record.entityId))
+            try it.seekToFirst()
+            var batch = WriteBatch()
+            var n = 0
+            while it.isValid {
+                let id = ObjectKey.id(fromKey: it.key)
+                let values: [[UInt8]]
+                do { values = try all.values(of: it.value) } catch let failure as CodecFailure {
+                    throw StrataError.corruptObject(entity: record.name, id: id, reason: failure.reason)
+                }
+                for i in positions {
+                    try all.checkSize(i, value: values[i])
+                    batch.put(all.key(i, value: values[i], id: id), [], in: space)
+                }
+                n += 1
+                done += 1
+                if n == chunk {
+                    try write(batch, store: store)
+                    for p in properties { report(store, record, p, .building, done: done, total: total) }
+                    batch = WriteBatch()
+                    n = 0
+                }
+                try it.next()
+            }
+            if n > 0 { try write(batch, store: store) }
+        } catch {
+            throw StrataError(error)
+        }
+        for p in properties { report(store, record, p, .building, done: done, total: total) }
+    }
+
+    /// Throws ``StrataError/uniqueViolation(entity:property:value:existing:)`` when two entries
+    /// of the index hold one value: entries are sorted by value, so duplicates are neighbours.
+    private static func checkUnique(_ record: EntityRecord, _ p: EntityRecord.Property, store: Store) throws(StrataError) {
+        guard let space = store.indexSpace else { return }
+        var previous: [UInt8]? = nil
+        var done = 0
+        do {
+            let it = try store.engine.makeIterator(in: space, prefix: IndexKey.header(entityId: record.entityId, propertyId: p.id))
+            try it.seekToFirst()
+            while it.isValid {
+                let key = it.key
+                let value = Array(key[IndexKey.headerBytes..<(key.count - IndexKey.idBytes)])
+                if value == previous {
+                    throw StrataError.uniqueViolation(entity: record.name, property: p.name,
+                                                      value: IndexValueText.describe(value, type: p.type),
+                                                      existing: IndexKey.id(fromKey: key))
+                }
+                previous = value
+                done += 1
+                if done % chunk == 0 { report(store, record, p, .checkingUnique, done: done, total: 0) }
+                try it.next()
+            }
+        } catch {
+            throw StrataError(error)
+        }
+        report(store, record, p, .checkingUnique, done: done, total: done)
+    }
+}

@@ -1,0 +1,111 @@
+import StrataStorage
+
+/// Keys of the indexes key space (SPEC.md §Indexes): entity id (u32 BE), property id (u32 BE),
+/// the value's order-preserving encoding, object id (u64 BE). Comparing encodings bytewise
+/// orders values as queries compare them (``QueryValue``), so equality is a prefix and a range
+/// condition is a key range. The value bytes of an entry are its key minus header and id.
+enum IndexKey {
+    static let headerBytes = 8
+    static let idBytes = 8
+
+    /// First byte of an encoded value. Never renumber.
+    enum Tag {
+        static let null: UInt8 = 0
+        static let int: UInt8 = 1
+        static let uint: UInt8 = 2
+        static let double: UInt8 = 3
+        static let bytes: UInt8 = 4
+    }
+
+    /// Within bytes, 0x00 is written 0x00 0xFF and the value ends with 0x00 0x01: a value sorts
+    /// before every longer value it begins, and a prefix of the raw bytes is a prefix of the
+    /// encoding (what `startsWith` scans).
+    private static let escape: UInt8 = 0xFF
+    private static let terminator: UInt8 = 0x01
+
+    static func header(entityId: UInt32, propertyId: UInt32) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(headerBytes + 16)
+        appendBigEndian(UInt64(entityId) << 32 | UInt64(propertyId), to: &out)
+        return out
+    }
+
+    static func appendBigEndian(_ v: UInt64, to out: inout [UInt8]) {
+        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) }
+    }
+
+    /// The value's encoding: tag, then payload.
+    static func encode(_ v: FieldView, into out: inout [UInt8]) {
+        switch v {
+        case .null: out.append(Tag.null)
+        case let .int(x):
+            out.append(Tag.int)
+            appendBigEndian(UInt64(bitPattern: x) ^ (1 << 63), to: &out)
+        case let .uint(x):
+            out.append(Tag.uint)
+            appendBigEndian(x, to: &out)
+        case let .double(x):
+            out.append(Tag.double)
+            appendBigEndian(orderedBits(x), to: &out)
+        case let .bytes(raw):
+            out.append(Tag.bytes)
+            appendEscaped(raw, to: &out)
+            out.append(0)
+            out.append(terminator)
+        }
+    }
+
+    static func encode(_ v: QueryValue) -> [UInt8] {
+        var out: [UInt8] = []
+        switch v {
+        case .null: encode(FieldView.null, into: &out)
+        case let .int(x): encode(FieldView.int(x), into: &out)
+        case let .uint(x): encode(FieldView.uint(x), into: &out)
+        case let .double(x): encode(FieldView.double(x), into: &out)
+        case let .bytes(b): b.withUnsafeBytes { encode(FieldView.bytes($0), into: &out) }
+        }
+        return out
+    }
+
+    /// The encoding of every byte string that starts with `prefix`, up to the prefix's end.
+    static func encodePrefix(_ prefix: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = [Tag.bytes]
+        prefix.withUnsafeBytes { appendEscaped($0, to: &out) }
+        return out
+    }
+
+    private static func appendEscaped(_ raw: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        for b in raw {
+            out.append(b)
+            if b == 0 { out.append(escape) }
+        }
+    }
+
+    /// Bits that sort like the doubles: -0 is 0 (they compare equal) and every NaN is one NaN,
+    /// after +infinity.
+    static func orderedBits(_ x: Double) -> UInt64 {
+        let canonical = x.isNaN ? Double.nan : (x == 0 ? 0 : x)
+        let bits = canonical.bitPattern
+        return bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63)
+    }
+
+    /// The object id at the end of an index key.
+    static func id(fromKey key: UnsafeRawBufferPointer) -> Id {
+        var id: Id = 0
+        for i in (key.count - idBytes)..<key.count { id = id << 8 | Id(key[i]) }
+        return id
+    }
+
+    /// The smallest key after every key that starts with `prefix`; nil when none exists.
+    static func successor(_ prefix: [UInt8]) -> [UInt8]? {
+        var p = prefix
+        while let last = p.last {
+            if last < 0xFF {
+                p[p.count - 1] = last + 1
+                return p
+            }
+            p.removeLast()
+        }
+        return nil
+    }
+}

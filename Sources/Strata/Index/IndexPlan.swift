@@ -1,0 +1,90 @@
+/// Which index entries can answer a query condition: key ranges of one indexed property whose
+/// entries include every object the condition matches. The condition is still evaluated on
+/// each candidate object, so ranges may be generous, never narrow.
+struct IndexPlan {
+    /// Key ranges, lower bound inclusive, upper exclusive (nil: to the end of the key space).
+    var ranges: [(lower: [UInt8], upper: [UInt8]?)]
+
+    /// A plan for `node` on an entity with these built indexes; nil when the condition needs a
+    /// scan (no indexed property, `!=`, `endsWith`, case-insensitive strings, `||` with an
+    /// unindexed branch).
+    static func make(_ node: ConditionNode, binding b: EntityBinding) -> IndexPlan? {
+        guard let ix = b.indexes else { return nil }
+        func header(_ field: Int) -> [UInt8]? {
+            guard field < b.propertyIds.count, let i = ix.position(ofProperty: b.propertyIds[field]) else { return nil }
+            return ix.properties[i].header
+        }
+        func point(_ h: [UInt8], _ v: QueryValue) -> (lower: [UInt8], upper: [UInt8]?) {
+            let p = h + IndexKey.encode(v)
+            return (p, IndexKey.successor(p))
+        }
+        switch node {
+        case let .compare(f, op, v):
+            guard let h = header(f), !v.isNaN, !v.isNullValue else { return nil }
+            let value = h + IndexKey.encode(v)
+            let typeStart = h + [IndexKey.encode(v)[0]]
+            let typeEnd = IndexKey.successor(typeStart)
+            switch op {
+            case .equal: return IndexPlan(ranges: [point(h, v)])
+            case .notEqual: return nil
+            case .less: return IndexPlan(ranges: [(typeStart, value)])
+            case .lessOrEqual: return IndexPlan(ranges: [(typeStart, IndexKey.successor(value))])
+            case .greater: return IndexPlan(ranges: [(IndexKey.successor(value) ?? value, typeEnd)])
+            case .greaterOrEqual: return IndexPlan(ranges: [(value, typeEnd)])
+            }
+        case let .between(f, lo, hi):
+            guard let h = header(f), !lo.isNaN, !hi.isNaN, !lo.isNullValue, !hi.isNullValue else { return nil }
+            return IndexPlan(ranges: [(h + IndexKey.encode(lo), IndexKey.successor(h + IndexKey.encode(hi)))])
+        case let .isIn(f, values):
+            guard let h = header(f), !values.contains(where: \.isNaN) else { return nil }
+            return IndexPlan(ranges: values.sorted().map { point(h, $0) })
+        case let .isNil(f, true):
+            guard let h = header(f) else { return nil }
+            return IndexPlan(ranges: [point(h, .null)])
+        case let .string(f, op, literal, caseSensitive: true):
+            guard let h = header(f) else { return nil }
+            switch op {
+            case .equal: return IndexPlan(ranges: [point(h, .bytes(Array(literal.utf8)))])
+            case .startsWith:
+                let p = h + IndexKey.encodePrefix(Array(literal.utf8))
+                return IndexPlan(ranges: [(p, IndexKey.successor(p))])
+            case .notEqual, .endsWith, .contains: return nil
+            }
+        case let .and(nodes):
+            // One branch narrows enough; prefer exact matches over ranges.
+            let plans = nodes.compactMap { make($0, binding: b) }
+            return plans.min { $0.isPointLookup && !$1.isPointLookup }
+        case let .or(nodes):
+            var ranges: [(lower: [UInt8], upper: [UInt8]?)] = []
+            for n in nodes {
+                guard let p = make(n, binding: b) else { return nil }
+                ranges += p.ranges
+            }
+            return IndexPlan(ranges: ranges)
+        case .all, .isNil, .relationCount, .string:
+            return nil
+        }
+    }
+
+    private var isPointLookup: Bool {
+        ranges.allSatisfy { r in r.upper.map { IndexKey.successor(r.lower) == $0 } ?? false }
+    }
+
+    /// The ids of the objects the plan's entries name, as `t` sees the store: committed entries
+    /// at its snapshot, plus every object a write transaction wrote (their entries are only
+    /// written at commit; evaluating the condition on them decides).
+    func candidates(store: Store, binding b: EntityBinding, in t: Transaction?) throws(StrataError) -> Set<Id> {
+        var ids = Set<Id>()
+        for r in ranges {
+            ids.formUnion(try store.indexedIds(from: r.lower, to: r.upper, snapshot: t?.snapshot))
+        }
+        if let t, t.isWrite {
+            for p in t.pendingObjects(entityId: b.entityId) where p.value != nil { ids.insert(p.id) }
+        }
+        return ids
+    }
+}
+
+extension QueryValue {
+    var isNaN: Bool { if case let .double(d) = self { d.isNaN } else { false } }
+}

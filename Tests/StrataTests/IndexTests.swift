@@ -1,0 +1,372 @@
+import Foundation
+import Strata
+import StrataStorage
+import Testing
+
+/// Every indexable type, each with an index.
+@Entity
+final class IRow {
+    var id: Id = 0
+    @Index var flag = false
+    @Index var small: Int8 = 0
+    @Index var qty = 0
+    @Index var wide: UInt64 = 0
+    @Index var ratio: Float = 0
+    @Index var score = 0.0
+    @Index var label = ""
+    @Index var when = Date(timeIntervalSinceReferenceDate: 0)
+    @Index var blob: [UInt8] = []
+    @Index var note: String? = nil
+    @Index var maybe: Int64? = nil
+    @Index var tier: Tier = .low
+    var plain = 0
+}
+
+@Entity
+final class Account {
+    var id: Id = 0
+    @Unique var email = ""
+    @Index var age = 0
+    var name = ""
+
+    init() {}
+    init(email: String, age: Int, name: String = "") {
+        self.email = email
+        self.age = age
+        self.name = name
+    }
+}
+
+/// One entity name under three declarations: without indexes, with an index (and a property
+/// the first lacks), with a unique constraint.
+@Entity(name: "Evolving") struct EvolvingPlain {
+    var id: Id = 0
+    var n = 0
+    var word = ""
+}
+
+@Entity(name: "Evolving") struct EvolvingIndexed {
+    var id: Id = 0
+    @Index var n = 0
+    var word = ""
+    @Index var rank = 7
+}
+
+@Entity(name: "Evolving") struct EvolvingUnique {
+    var id: Id = 0
+    var n = 0
+    @Unique var word = ""
+}
+
+@Suite struct IndexTests {
+    static let words = ["apple", "Apple", "ab", "a\u{0}b", "a", "", "band", "banana", "über", "uber", "a\u{0}"]
+    static let doubles: [Double] = [-.infinity, -2.5, -0.0, 0, 0.25, 1e300, .infinity, .nan]
+
+    static func randomRow(_ rng: inout SplitMix64) -> IRow {
+        let r = IRow()
+        r.flag = rng.below(2) == 0
+        r.small = Int8(rng.below(256) - 128)
+        r.qty = [Int.min, -1, 0, 1, Int.max, rng.below(20) - 10][rng.below(6)]
+        r.wide = [0, 1, UInt64.max, UInt64(rng.below(50))][rng.below(4)]
+        r.ratio = Float(doubles[rng.below(doubles.count)])
+        r.score = doubles[rng.below(doubles.count)]
+        r.label = words[rng.below(words.count)]
+        r.when = Date(timeIntervalSinceReferenceDate: Double(rng.below(10) * 3600 - 18000))
+        r.blob = (0..<rng.below(3)).map { _ in [0, 1, 0xFF][rng.below(3)] }
+        r.note = rng.below(3) == 0 ? nil : words[rng.below(words.count)]
+        r.maybe = rng.below(3) == 0 ? nil : Int64(rng.below(7)) - 3
+        r.tier = Tier(rawValue: rng.below(3))!
+        r.plain = rng.below(5)
+        return r
+    }
+
+    /// Compares a query's ids (and count) with a brute-force filter; `indexed` says whether the
+    /// query must have read the index instead of every object.
+    static func check(_ store: Store, _ rows: [IRow], _ condition: QueryCondition<IRow>, _ label: String,
+                      indexed: Bool = true, _ predicate: (IRow) -> Bool) throws {
+        let box = store.box(for: IRow.self)
+        let expected = rows.filter(predicate).map(\.id)
+        let q = try box.query { condition }.build()
+        let before = store.statistics()
+        #expect(try q.findIds() == expected, "\(label)")
+        let after = store.statistics()
+        if indexed {
+            #expect(after.objectsRead - before.objectsRead == 0, "\(label) decoded objects")
+            #expect(after.indexEntriesRead > before.indexEntriesRead || expected.isEmpty, "\(label) read no index")
+        }
+        #expect(try q.count() == expected.count, "\(label) count")
+        #expect(try q.find().map(\.id) == expected, "\(label) find")
+    }
+
+    static func checkAll(_ store: Store, _ rows: [IRow], _ rng: inout SplitMix64) throws {
+        for _ in 0..<4 {
+            let p = randomRow(&rng)
+            let q = p.qty, s = p.small, w = p.wide, d = p.score, f = p.ratio, l = p.label, t = p.when
+            try check(store, rows, IRow.qty == q, "qty == \(q)") { $0.qty == q }
+            try check(store, rows, IRow.qty < q, "qty < \(q)") { $0.qty < q }
+            try check(store, rows, IRow.qty <= q, "qty <= \(q)") { $0.qty <= q }
+            try check(store, rows, IRow.qty > q, "qty > \(q)") { $0.qty > q }
+            try check(store, rows, IRow.qty != q, "qty != \(q)", indexed: false) { $0.qty != q }
+            try check(store, rows, IRow.small >= s, "small >= \(s)") { $0.small >= s }
+            try check(store, rows, IRow.wide > w, "wide > \(w)") { $0.wide > w }
+            try check(store, rows, IRow.wide.between(w / 2, w), "wide between") { $0.wide >= w / 2 && $0.wide <= w }
+            // A stored NaN is unordered: it is neither equal to nor below anything, and the
+            // comparison treats it as above (FieldView.compare).
+            try check(store, rows, IRow.score == d, "score == \(d)") { $0.score == d }
+            if !d.isNaN {
+                try check(store, rows, IRow.score < d, "score < \(d)") { $0.score < d }
+                try check(store, rows, IRow.score > d, "score > \(d)") { $0.score > d || $0.score.isNaN }
+                try check(store, rows, IRow.score.between(d, d + 1), "score between") { $0.score >= d && $0.score <= d + 1 }
+                try check(store, rows, IRow.ratio >= Float(d), "ratio >= \(d)") { $0.ratio >= Float(d) || $0.ratio.isNaN }
+            }
+            try check(store, rows, IRow.ratio == f, "ratio == \(f)") { $0.ratio == f }
+            try check(store, rows, IRow.when < t, "when < \(t)") { $0.when < t }
+            try check(store, rows, IRow.flag == p.flag, "flag") { $0.flag == p.flag }
+            try check(store, rows, IRow.blob == p.blob, "blob ==") { $0.blob == p.blob }
+            try check(store, rows, IRow.tier <= p.tier, "tier <=") { $0.tier.rawValue <= p.tier.rawValue }
+            try check(store, rows, IRow.qty.isIn([q, 0, Int.max]), "qty isIn") { [q, 0, Int.max].contains($0.qty) }
+            try check(store, rows, IRow.label == l, "label == \(l.debugDescription)") { Array($0.label.utf8) == Array(l.utf8) }
+            try check(store, rows, IRow.label < l, "label < \(l.debugDescription)") { Array($0.label.utf8).lexicographicallyPrecedes(l.utf8) }
+            try check(store, rows, IRow.label >= l, "label >= \(l.debugDescription)") { !Array($0.label.utf8).lexicographicallyPrecedes(l.utf8) }
+            let part = String(l.prefix(2))
+            try check(store, rows, IRow.label.startsWith(part), "startsWith \(part.debugDescription)") { $0.label.utf8.starts(with: part.utf8) }
+            try check(store, rows, IRow.label.startsWith(part, caseSensitive: false), "startsWith ci", indexed: false) {
+                $0.label.lowercased().hasPrefix(part.lowercased())
+            }
+            try check(store, rows, IRow.note.isNil(), "note isNil") { $0.note == nil }
+            try check(store, rows, IRow.note == l, "note == \(l.debugDescription)") { $0.note.map { Array($0.utf8) == Array(l.utf8) } ?? false }
+            let m = p.maybe ?? 0
+            try check(store, rows, IRow.maybe > m, "maybe > \(m)") { $0.maybe.map { $0 > m } ?? false }
+            try check(store, rows, IRow.maybe <= m, "maybe <= \(m)") { $0.maybe.map { $0 <= m } ?? false }
+            try check(store, rows, IRow.qty > q && IRow.plain == 2, "and with an unindexed branch") { $0.qty > q && $0.plain == 2 }
+            try check(store, rows, IRow.tier == p.tier || IRow.maybe.isNil(), "or of indexed") { $0.tier == p.tier || $0.maybe == nil }
+            try check(store, rows, IRow.tier == p.tier || IRow.plain == 1, "or with an unindexed branch", indexed: false) {
+                $0.tier == p.tier || $0.plain == 1
+            }
+        }
+    }
+
+    @Test(arguments: [1, 2] as [UInt64])
+    func indexedConditionsAgreeWithABruteForceFilterThroughUpdatesRemovesAndReopen(seed: UInt64) throws {
+        let dir = TemporaryDirectory()
+        var rng = SplitMix64(state: seed)
+        var rows: [IRow]
+        do {
+            let store = try Store(directoryPath: dir.path, options: .testing())
+            let box = store.box(for: IRow.self)
+            rows = (0..<400).map { _ in Self.randomRow(&rng) }
+            try box.put(&rows)
+            try Self.checkAll(store, rows, &rng)
+            // Updates move entries, removes delete them; the old values must stop matching.
+            for i in stride(from: 0, to: rows.count, by: 3) {
+                let fresh = Self.randomRow(&rng)
+                fresh.id = rows[i].id
+                rows[i] = fresh
+            }
+            try box.put(stride(from: 0, to: rows.count, by: 3).map { rows[$0] })
+            let removed = Set(stride(from: 1, to: rows.count, by: 4).map { rows[$0].id })
+            try box.remove(Array(removed))
+            rows.removeAll { removed.contains($0.id) }
+            try Self.checkAll(store, rows, &rng)
+            store.close()
+        }
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        try Self.checkAll(store, rows, &rng)
+        try store.compact()
+        try Self.checkAll(store, rows, &rng)
+    }
+
+    @Test func queriesInAWriteTransactionSeeItsOwnWritesThroughTheIndex() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let accounts = store.box(for: Account.self)
+        let ada = Account(email: "ada@example.com", age: 36)
+        let bob = Account(email: "bob@example.com", age: 40)
+        try accounts.put([ada, bob])
+        let byAge = try accounts.query { Account.age == 40 }.build()
+        try store.runInTransaction {
+            ada.age = 40
+            try accounts.put(ada)
+            try accounts.remove(bob)
+            try accounts.put(Account(email: "cy@example.com", age: 40))
+            #expect(try byAge.find().map(\.email) == ["ada@example.com", "cy@example.com"])
+            #expect(try accounts.query { Account.age < 40 }.build().count() == 0)
+        }
+        #expect(try byAge.find().map(\.email) == ["ada@example.com", "cy@example.com"])
+        #expect(try accounts.query { Account.age.between(30, 39) }.build().count() == 0)
+    }
+
+    @Test func aUniqueViolationNamesPropertyAndValueAndLeavesTheStoreUnchanged() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let accounts = store.box(for: Account.self)
+        let ada = Account(email: "ada@example.com", age: 36)
+        try accounts.put(ada)
+        let before = try accounts.all().map(\.email)
+
+        let copy = Account(email: "ada@example.com", age: 1)
+        #expect(throws: StrataError.uniqueViolation(entity: "Account", property: "email", value: "\"ada@example.com\"", existing: ada.id)) {
+            try accounts.put(copy)
+        }
+        #expect(copy.id == 0)
+        #expect(try accounts.all().map(\.email) == before)
+        let message = "\(StrataError.uniqueViolation(entity: "Account", property: "email", value: "\"x\"", existing: 1))"
+        #expect(message.contains("Account.email") && message.contains("\"x\""))
+
+        // Two new objects with one value in one transaction: all of it rolls back.
+        #expect(throws: StrataError.self) {
+            try store.runInTransaction {
+                try accounts.put(Account(email: "new@example.com", age: 2))
+                try accounts.put(Account(email: "new@example.com", age: 3))
+            }
+        }
+        #expect(try accounts.count() == 1)
+        // Putting an object again with its own value is no conflict; swapping values in one
+        // transaction is none either.
+        ada.name = "Ada"
+        try accounts.put(ada)
+        let bob = Account(email: "bob@example.com", age: 40)
+        try accounts.put(bob)
+        try store.runInTransaction {
+            ada.email = "swap"
+            try accounts.put(ada)
+            bob.email = "ada@example.com"
+            try accounts.put(bob)
+            ada.email = "bob@example.com"
+            try accounts.put(ada)
+        }
+        #expect(try accounts.query { Account.email == "ada@example.com" }.build().findIds() == [bob.id])
+        #expect(try accounts.query { Account.email == "swap" }.build().count() == 0)
+        // A removed object frees its value.
+        try accounts.remove(bob)
+        try accounts.put(Account(email: "ada@example.com", age: 5))
+        #expect(try accounts.count() == 2)
+    }
+
+    @Test func anIndexIsBuiltAtOpenDroppedWhenUndeclaredAndAUniqueConflictIsRefused() throws {
+        let dir = TemporaryDirectory()
+        do {
+            let store = try Store(directoryPath: dir.path, options: .testing())
+            try store.box(for: EvolvingPlain.self).put((0..<1_000).map { EvolvingPlain(n: $0 % 10, word: "w\($0 % 500)") })
+            store.close()
+        }
+        let events = LockedEvents()
+        var options = StoreOptions.testing()
+        options.indexProgress = { events.append($0) }
+        do {
+            let store = try Store(directoryPath: dir.path, options: options)
+            let box = store.box(for: EvolvingIndexed.self)
+            let built = events.all.filter { $0.phase == .building }
+            #expect(Set(built.map(\.property)) == ["n", "rank"])
+            #expect(built.last?.done == 1_000 && built.last?.total == 1_000)
+            let before = store.statistics()
+            // `rank` did not exist: stored objects read it as its default, and so does the index.
+            #expect(try box.query { EvolvingIndexed.rank == 7 }.build().count() == 1_000)
+            #expect(try box.query { EvolvingIndexed.n == 3 }.build().find().count == 100)
+            #expect(store.statistics().objectsRead - before.objectsRead == 100)
+            var changed = try #require(try box.get(1))
+            changed.rank = 1
+            try box.put(changed)
+            #expect(try box.query { EvolvingIndexed.rank < 7 }.build().findIds() == [1])
+            store.close()
+        }
+        do {
+            // Reopened with the same declaration: nothing to build.
+            events.removeAll()
+            let store = try Store(directoryPath: dir.path, options: options)
+            #expect(try store.box(for: EvolvingIndexed.self).query { EvolvingIndexed.rank == 7 }.build().count() == 999)
+            #expect(events.all.isEmpty)
+            store.close()
+        }
+        do {
+            // Values duplicate: the unique index is refused, nothing changes.
+            events.removeAll()
+            let store = try Store(directoryPath: dir.path, options: options)
+            let box = store.box(for: EvolvingUnique.self)
+            let error = #expect(throws: StrataError.self) { try box.count() }
+            if case let .uniqueViolation(entity, property, value, _)? = error {
+                #expect(entity == "Evolving" && property == "word" && value.hasPrefix("\"w"))
+            } else {
+                Issue.record("expected a unique violation, got \(String(describing: error))")
+            }
+            #expect(!events.all.contains { $0.phase == .dropping && $0.property != "word" })
+            store.close()
+        }
+        do {
+            // The refused unique index changed nothing: the indexes still answer.
+            let store = try Store(directoryPath: dir.path, options: options)
+            #expect(try store.box(for: EvolvingIndexed.self).query { EvolvingIndexed.n == 3 }.build().count() == 100)
+            store.close()
+        }
+        do {
+            // Undeclared: dropped.
+            events.removeAll()
+            let store = try Store(directoryPath: dir.path, options: options)
+            #expect(try store.box(for: EvolvingPlain.self).query { EvolvingPlain.n == 3 }.build().count() == 100)
+            #expect(Set(events.all.filter { $0.phase == .dropping }.map(\.property)) == ["n", "rank"])
+            store.close()
+        }
+        do {
+            let store = try Store(directoryPath: dir.path, options: options)
+            let plain = store.box(for: EvolvingPlain.self)
+            #expect(try plain.count() == 1_000)
+            // Make the words unique; now the unique index builds and enforces.
+            var all = try plain.all()
+            for i in all.indices { all[i].word = "w\(all[i].id)" }
+            try plain.put(all)
+            store.close()
+        }
+        let store = try Store(directoryPath: dir.path, options: options)
+        let unique = store.box(for: EvolvingUnique.self)
+        #expect(try unique.query { EvolvingUnique.word == "w10" }.build().findIds() == [10])
+        #expect(throws: StrataError.uniqueViolation(entity: "Evolving", property: "word", value: "\"w10\"", existing: 10)) {
+            try unique.put(EvolvingUnique(n: 0, word: "w10"))
+        }
+    }
+
+    @Test func indexEntriesAndRecordsAreStoredAsTheSpecSays() throws {
+        let dir = TemporaryDirectory()
+        do {
+            let store = try Store(directoryPath: dir.path, options: .testing())
+            try store.box(for: Account.self).put(Account(email: "a\u{0}", age: -2))
+            store.close()
+        }
+        var options = EngineOptions()
+        options.readOnly = true
+        let engine = try Engine.open(directory: dir.path, options: options)
+        defer { engine.close() }
+        let indexes = try #require(engine.existingKeySpace(named: "indexes") as KeySpace?)
+        let meta = try #require(engine.existingKeySpace(named: "meta") as KeySpace?)
+        let id: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 1]
+        // email (property 1): tag 4, "a", 0x00 escaped as 00 FF, terminator 00 01.
+        let email: [UInt8] = [0, 0, 0, 1, 0, 0, 0, 1, 4, 0x61, 0, 0xFF, 0, 1] + id
+        // age (property 2): tag 1, -2 as u64 with the sign bit flipped.
+        let age: [UInt8] = [0, 0, 0, 1, 0, 0, 0, 2, 1, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFE] + id
+        #expect(try engine.scan(indexes).map(\.key) == [email, age])
+        #expect(try engine.scan(indexes).allSatisfy { $0.value.isEmpty })
+        // Record v4: email flags 8|4 (unique, indexed) + default "" (tag 4, terminator);
+        // age flags 4 + default 0; name flags 0.
+        let record: [UInt8] = [4, 0, 7] + Array("Account".utf8) + [3, 3,
+                               1, 5] + Array("email".utf8) + [12, 12, 3, 4, 0, 1,
+                               2, 3] + Array("age".utf8) + [5, 4, 9, 1, 0x80, 0, 0, 0, 0, 0, 0, 0,
+                               3, 4] + Array("name".utf8) + [12, 0]
+        #expect(try engine.get([2, 0, 0, 0, 1], in: meta) == record)
+    }
+
+    @Test func indexedValuesTooLargeForAKeyAreRefused() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let accounts = store.box(for: Account.self)
+        #expect(throws: StrataError.self) { try accounts.put(Account(email: String(repeating: "x", count: 20_000), age: 1)) }
+        #expect(try accounts.count() == 0)
+    }
+}
+
+/// Progress events collected from the callback's thread.
+final class LockedEvents: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [IndexProgress] = []
+    func append(_ e: IndexProgress) { lock.lock(); events.append(e); lock.unlock() }
+    func removeAll() { lock.lock(); events.removeAll(); lock.unlock() }
+    var all: [IndexProgress] { lock.lock(); defer { lock.unlock() }; return events }
+}
