@@ -71,6 +71,8 @@ struct GRDBGraph: GraphSystem {
                 CREATE TABLE "order" (id INTEGER PRIMARY KEY, summary TEXT NOT NULL, amount INTEGER NOT NULL,
                     date INTEGER NOT NULL, customerId INTEGER REFERENCES customer(id) ON DELETE SET NULL);
                 CREATE INDEX order_customer ON "order"(customerId);
+                CREATE UNIQUE INDEX customer_email ON customer(email);
+                CREATE INDEX order_amount ON "order"(amount);
                 CREATE TABLE teacher (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
                 CREATE TABLE student (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
                 CREATE TABLE student_teacher (studentId INTEGER NOT NULL REFERENCES student(id) ON DELETE CASCADE,
@@ -112,6 +114,42 @@ struct GRDBGraph: GraphSystem {
                 guard let o = try GRDBOrder.fetchOne(order, arguments: [i + 1]), let cid = o.customerId,
                       let c = try GRDBCustomer.fetchOne(customer, arguments: [cid]) else { continue }
                 sum += Int64(c.name.utf8.count)
+            }
+            return sum
+        }
+    }
+
+    func queryEquality(_ data: GraphData) throws -> Int64 {
+        try queue.read { db in
+            let st = try db.cachedStatement(sql: "SELECT * FROM customer WHERE email = ?")
+            var sum: Int64 = 0
+            for c in data.queryCustomers {
+                if let found = try GRDBCustomer.fetchOne(st, arguments: [GraphData.customerEmail(c)]) { sum += found.id }
+            }
+            return sum
+        }
+    }
+
+    func queryRange(_ data: GraphData) throws -> Int64 {
+        try queue.read { db in
+            let st = try db.cachedStatement(sql: #"SELECT * FROM "order" WHERE amount BETWEEN ? AND ? ORDER BY id"#)
+            var count: Int64 = 0, ids: Int64 = 0
+            for x in data.queryRanges {
+                for o in try GRDBOrder.fetchAll(st, arguments: [x, x + 99]) {
+                    count += 1
+                    ids += o.id
+                }
+            }
+            return count * 1_000_000 + ids % 1_000_000
+        }
+    }
+
+    func queryLink(_ data: GraphData) throws -> Int64 {
+        try queue.read { db in
+            let st = try db.cachedStatement(sql: #"SELECT "order".* FROM "order" JOIN customer ON customer.id = "order".customerId WHERE customer.email = ? AND "order".amount > ? ORDER BY "order".id"#)
+            var sum: Int64 = 0
+            for c in data.queryCustomers.prefix(100) {
+                for o in try GRDBOrder.fetchAll(st, arguments: [GraphData.customerEmail(c), 90_000]) { sum += o.id }
             }
             return sum
         }

@@ -17,6 +17,9 @@ func runGraph<S: GraphSystem>(_: S.Type, directory: String, sizes: GraphData.Siz
     m.checksums["forward"] = try timed(.forward, operations: data.forward.count) { try system.forward(data) }
     m.checksums["backlink"] = try timed(.backlink, operations: data.backlink.count) { try system.backlink(data) }
     m.checksums["prefetch"] = try timed(.prefetch, operations: min(100_000, sizes.orders)) { try system.prefetch(data) }
+    m.checksums["query-equality"] = try timed(.queryEquality, operations: data.queryCustomers.count) { try system.queryEquality(data) }
+    m.checksums["query-range"] = try timed(.queryRange, operations: data.queryRanges.count) { try system.queryRange(data) }
+    m.checksums["query-link"] = try timed(.queryLink, operations: 100) { try system.queryLink(data) }
     try timed(.insertSchool, operations: sizes.teachers + sizes.students) { try system.insertSchool(data) }
     m.checksums["many-to-many"] = try timed(.manyToMany, operations: data.manyToMany.count + sizes.teachers) {
         try system.manyToMany(data)

@@ -5,7 +5,7 @@ import Strata
 final class GCustomer {
     var id: Id = 0
     var name = ""
-    var email = ""
+    @Unique var email = ""
     @Backlink(\GOrder.customer) var orders: ToMany<GOrder> = nil
 }
 
@@ -13,7 +13,7 @@ final class GCustomer {
 final class GOrder {
     var id: Id = 0
     var summary = ""
-    var amount: Int64 = 0
+    @Index var amount: Int64 = 0
     var date: Int64 = 0
     var customer: ToOne<GCustomer> = nil
 }
@@ -94,6 +94,40 @@ struct StrataGraph: GraphSystem {
         try box.prefetch(\.customer, for: orders)
         var sum: Int64 = 0
         for o in orders { sum += o.amount + Int64(o.customer.target?.name.utf8.count ?? 0) }
+        return sum
+    }
+
+    func queryEquality(_ data: GraphData) throws -> Int64 {
+        let q = try store.box(for: GCustomer.self).query { GCustomer.email == "" }.build()
+        var sum: Int64 = 0
+        for c in data.queryCustomers {
+            try q.setParameter(GCustomer.email, to: GraphData.customerEmail(c))
+            if let found = try q.findFirst() { sum += Int64(found.id) }
+        }
+        return sum
+    }
+
+    func queryRange(_ data: GraphData) throws -> Int64 {
+        let q = try store.box(for: GOrder.self).query { GOrder.amount.between(0, 0) }.build()
+        var count: Int64 = 0, ids: Int64 = 0
+        for x in data.queryRanges {
+            try q.setParameters(GOrder.amount, to: x, x + 99)
+            for o in try q.find() {
+                count += 1
+                ids += Int64(o.id)
+            }
+        }
+        return count * 1_000_000 + ids % 1_000_000
+    }
+
+    func queryLink(_ data: GraphData) throws -> Int64 {
+        let orders = store.box(for: GOrder.self)
+        var sum: Int64 = 0
+        for c in data.queryCustomers.prefix(100) {
+            let email = GraphData.customerEmail(c)
+            let q = try orders.query { GOrder.amount > 90_000 }.link(GOrder.customer) { GCustomer.email == email }.build()
+            for o in try q.find() { sum += Int64(o.id) }
+        }
         return sum
     }
 

@@ -56,6 +56,10 @@ struct GraphData {
         }
     }
 
+    /// The customers the query phases look up, and the starts of the amount ranges.
+    var queryCustomers: [Int] { Array(backlink.prefix(1_000)) }
+    var queryRanges: [Int64] { (0..<100).map { Int64($0) * 997 } }
+
     static func customerName(_ i: Int) -> String { "customer-\(i)" }
     static func customerEmail(_ i: Int) -> String { "c\(i)@example.com" }
     static func teacherName(_ i: Int) -> String { "teacher-\(i)" }
@@ -74,6 +78,9 @@ enum GraphPhase: String, CaseIterable, Codable {
     case forward
     case backlink
     case prefetch
+    case queryEquality = "query-equality"
+    case queryRange = "query-range"
+    case queryLink = "query-link"
     case insertSchool = "insert-school"
     case manyToMany = "many-to-many"
     case removeCustomers = "remove-customers"
@@ -92,6 +99,12 @@ protocol GraphSystem {
     func backlink(_ data: GraphData) throws -> Int64
     /// Sum over the first 100,000 orders of amount + customer name length.
     func prefetch(_ data: GraphData) throws -> Int64
+    /// Customers found by an indexed equality on email (1,000 lookups): sum of their ids.
+    func queryEquality(_ data: GraphData) throws -> Int64
+    /// Orders with an indexed amount in [x, x + 99] (100 ranges): count times 1,000,000 plus sum of ids mod 1,000,000.
+    func queryRange(_ data: GraphData) throws -> Int64
+    /// Orders over 90,000 of the customer with a given email, through the relation (100 queries): sum of ids.
+    func queryLink(_ data: GraphData) throws -> Int64
     func insertSchool(_ data: GraphData) throws
     /// Sum of teacher ids over the student lookups plus student ids over the teacher lookups.
     func manyToMany(_ data: GraphData) throws -> Int64
