@@ -173,9 +173,10 @@ enum QueryRun {
                                 bytes: ((Id, UnsafeRawBufferPointer) throws(StrataError) -> Void)? = nil) throws(StrataError) {
         let b = try store.binding(for: R.self).get()
         var candidates = candidates
-        if let plan = IndexPlan.make(condition, binding: b) {
-            let indexed = try plan.candidates(store: store, binding: b, in: t)
-            candidates = candidates.map { $0.intersection(indexed) } ?? indexed
+        // Links already narrow to the related objects (usually few): reading an index range on
+        // top would cost more than evaluating the condition on them.
+        if candidates == nil, let plan = IndexPlan.make(condition, binding: b) {
+            candidates = try plan.candidates(store: store, binding: b, in: t)
         }
         do {
             let m = try ObjectMatcher(R.self, binding: b, store: store, transaction: t, fieldsNeeded: condition.fields.union(fieldsNeeded))
