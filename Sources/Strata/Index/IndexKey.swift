@@ -97,15 +97,5 @@ enum IndexKey {
     }
 
     /// The smallest key after every key that starts with `prefix`; nil when none exists.
-    static func successor(_ prefix: [UInt8]) -> [UInt8]? {
-        var p = prefix
-        while let last = p.last {
-            if last < 0xFF {
-                p[p.count - 1] = last + 1
-                return p
-            }
-            p.removeLast()
-        }
-        return nil
-    }
+    static func successor(_ prefix: [UInt8]) -> [UInt8]? { Engine.prefixSuccessor(prefix) }
 }

@@ -30,14 +30,7 @@ final class ObjectMatcher {
         // A field the stored bytes lack (a property added later) has the value `init()` gives
         // it: decode an empty record and encode the result to learn those values.
         var encoded: [UInt8] = []
-        let empty: [UInt8] = [ObjectFormat.codecVersion]
-        let fresh = try empty.withUnsafeBytes { raw in
-            try binding.fieldMap.withUnsafeBufferPointer { map in
-                var reader = try ObjectReader(bytes: raw, fieldMap: map)
-                return try T._strataDecode(id: 0, from: &reader)
-            }
-        }
-        binding.encode(fresh, into: &encoded)
+        binding.encode(try Store.freshObject(T.self, binding: binding), into: &encoded)
         defaultBytes = .allocate(byteCount: encoded.count, alignment: 8)
         defaultBytes.copyMemory(from: UnsafeRawBufferPointer(start: encoded, count: encoded.count))
         try read(UnsafeRawBufferPointer(defaultBytes), into: defaults)

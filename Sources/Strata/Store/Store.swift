@@ -273,7 +273,7 @@ public final class Store: @unchecked Sendable {
     }
 
     /// What `init()` gives: decoding an empty record runs exactly that.
-    private static func freshObject<T: Entity>(_ type: T.Type, binding: EntityBinding) throws(StrataError) -> T {
+    static func freshObject<T: Entity>(_ type: T.Type, binding: EntityBinding) throws(StrataError) -> T {
         let empty: [UInt8] = [ObjectFormat.codecVersion]
         do {
             return try empty.withUnsafeBytes { raw in

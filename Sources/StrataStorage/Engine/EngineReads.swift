@@ -117,7 +117,7 @@ extension Engine {
     }
 
     /// The smallest key greater than every key starting with `prefix`, or nil if none exists.
-    static func prefixSuccessor(_ prefix: [UInt8]) -> [UInt8]? {
+    public static func prefixSuccessor(_ prefix: [UInt8]) -> [UInt8]? {
         var p = prefix
         while let last = p.last {
             if last < 0xFF {
