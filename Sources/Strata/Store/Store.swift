@@ -316,6 +316,11 @@ public final class Store: @unchecked Sendable {
         return ids
     }
 
+    /// Every persisted entity record.
+    func catalogRecords() -> [EntityRecord] {
+        catalog.withLock { Array($0.records.values) }
+    }
+
     /// The persisted record of an entity, by name.
     func record(named name: String) -> EntityRecord? {
         catalog.withLock { $0.records[name] }

@@ -42,7 +42,7 @@ struct Compactor {
         return true
     }
 
-    mutating func run() throws -> [SegmentMeta] {
+    mutating func run(meter: inout CompactionMeter) throws -> [SegmentMeta] {
         let merged = MergingIterator(job.allInputs.map { $0.reader.makeIterator(fillCache: false) as any InternalIterator })
         merged.seekToFirst()
         var outputs: [SegmentMeta] = []
@@ -67,6 +67,7 @@ struct Compactor {
                 let userKey = InternalKey.userKey(ik)
                 let trailer = InternalKey.trailer(ik)
                 let sequence = trailer >> 8
+                meter.add(userKey.count + merged.value.count)
                 let isNewKey = !hasCurrent || !currentKey.withUnsafeBytes { $0.bytesEqual(userKey) }
                 if isNewKey {
                     if let w = writer, w.fileSize >= targetSegmentBytes {

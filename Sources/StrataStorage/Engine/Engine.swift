@@ -110,6 +110,10 @@ public final class Engine: @unchecked Sendable {
         memtableList = Array(recovered.memtables.values)
         memtablesById = Self.indexById(recovered.memtables)
         level0Segments = level0Count(currentView())
+        // Advisory counters: a damaged STATS file must not keep the store from opening.
+        if let earlier = try? StatsFile.read(directory: directory, fileSystem: fileSystem) {
+            stats.base.withLock { $0 = earlier }
+        }
         for name in options.keySpaces { _ = try keySpace(named: name) }
         commitLock.withLock { maybeScheduleCompaction() }
     }
@@ -126,6 +130,9 @@ public final class Engine: @unchecked Sendable {
         while flushRunning || compactionScheduled || !writers.isEmpty { commitLock.wait() }
         try? wal?.close()
         commitLock.unlock()
+        if !options.readOnly {
+            try? StatsFile.write(stats.lifetime, directory: directory, fileSystem: fileSystem)
+        }
         manifestLock.withLock { versions.close() }
         fileLock?.release()
         fileLock = nil
@@ -232,6 +239,21 @@ public final class Engine: @unchecked Sendable {
     /// The last committed sequence number.
     public var latestSequence: UInt64 { visibleSequence.load(ordering: .acquiring) }
 
+    /// Bytes of the WAL files recovery would replay (the current one and any older ones whose
+    /// memtable is not flushed yet).
+    func walFileBytes() -> UInt64 {
+        let logNumber = manifestLock.withLock { versions.logNumber }
+        guard let names = try? fileSystem.listDirectory(directory) else { return 0 }
+        var total: UInt64 = 0
+        for name in names {
+            guard case let .wal(n)? = Recovery.parseFileName(name), n >= logNumber,
+                  let file = try? fileSystem.openReadable(joinPath(directory, name)) else { continue }
+            total += file.size
+            file.close()
+        }
+        return total
+    }
+
     /// Counters and the shape of the tree.
     public func statistics() -> EngineStatistics {
         let view = currentView()
@@ -246,23 +268,7 @@ public final class Engine: @unchecked Sendable {
         }
         let memBytes = view.memtables.values.reduce(0) { $0 + $1.approximateBytes }
             + (view.immutables?.values.reduce(0) { $0 + $1.approximateBytes } ?? 0)
-        return EngineStatistics(
-            userBytesWritten: stats.userBytesWritten.load(ordering: .relaxed),
-            walBytesWritten: stats.walBytesWritten.load(ordering: .relaxed),
-            segmentBytesWritten: stats.segmentBytesWritten.load(ordering: .relaxed),
-            manifestBytesWritten: stats.manifestBytesWritten.load(ordering: .relaxed),
-            bytesRead: stats.bytesRead.load(ordering: .relaxed),
-            blockCacheHits: stats.blockCacheHits.load(ordering: .relaxed),
-            blockCacheMisses: stats.blockCacheMisses.load(ordering: .relaxed),
-            bloomFilterNegatives: stats.bloomNegatives.load(ordering: .relaxed),
-            flushes: stats.flushes.load(ordering: .relaxed),
-            writeBatches: stats.writeBatches.load(ordering: .relaxed),
-            walSyncs: stats.walSyncs.load(ordering: .relaxed),
-            writeStalls: stats.writeStalls.load(ordering: .relaxed),
-            writeSlowdowns: stats.writeSlowdowns.load(ordering: .relaxed),
-            compactions: stats.compactions.load(ordering: .relaxed),
-            compactionBytesRead: stats.compactionBytesRead.load(ordering: .relaxed),
-            compactionSeconds: Double(stats.compactionMicros.load(ordering: .relaxed)) / 1e6,
-            keySpaces: spaces, memtableBytes: memBytes, blockCacheBytes: cache.usageBytes)
+        return EngineStatistics(sinceOpen: stats.sinceOpen, lifetime: stats.lifetime, keySpaces: spaces,
+                                memtableBytes: memBytes, blockCacheBytes: cache.usageBytes, walFileBytes: walFileBytes())
     }
 }

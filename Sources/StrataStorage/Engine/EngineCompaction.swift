@@ -15,16 +15,29 @@ public struct CompactionReport: Sendable, Equatable {
     public var seconds: Double
 }
 
+/// How far a manual compaction has come, reported to ``Engine/compact(keySpace:progress:)``'s
+/// callback. Bytes are uncompressed key and value bytes of the input segments.
+public struct CompactionProgress: Sendable, Equatable {
+    /// Input bytes merged so far.
+    public var bytesDone: UInt64
+    /// Input bytes of the whole compaction.
+    public var bytesTotal: UInt64
+    /// Seconds since the compaction started.
+    public var seconds: Double
+}
+
 extension Engine {
     /// Compacts everything of one key space (or of all) into its deepest level: afterwards each
     /// key has one version (unless a snapshot needs an older one) and no tombstone is left.
-    /// Flushes the memtable first. Returns sizes before and after.
+    /// Flushes the memtable first. Returns sizes before and after. `progress`, when given, is
+    /// called on the calling thread about every MiB of input merged, and once at the end.
     ///
     /// ```swift
-    /// let report = try engine.compact()
+    /// let report = try engine.compact { p in print(p.bytesDone, "/", p.bytesTotal) }
     /// print("\(report.bytesBefore) → \(report.bytesAfter) bytes")
     /// ```
-    public func compact(keySpace: KeySpace? = nil) throws -> CompactionReport {
+    public func compact(keySpace: KeySpace? = nil,
+                        progress: ((CompactionProgress) -> Void)? = nil) throws -> CompactionReport {
         try checkWritable()
         try flush()
         let start = monotonicSeconds()
@@ -36,6 +49,15 @@ extension Engine {
             return (bytes, count)
         }
         let (beforeBytes, beforeCount) = totals()
+        var meter = CompactionMeter(start: start, report: progress)
+        if progress != nil {
+            let v = currentView().version
+            for id in ids {
+                for s in (v.keySpaces[id]?.levels ?? []).joined() {
+                    meter.total += s.reader.properties.rawKeyBytes + s.reader.properties.rawValueBytes
+                }
+            }
+        }
         var failure: Error?
         compactionQueue.sync {
             for id in ids {
@@ -49,10 +71,11 @@ extension Engine {
                                         inputs: all.filter { $0.meta.level != outputLevel },
                                         nextInputs: all.filter { $0.meta.level == outputLevel })
                 job.allowsTrivialMove = false
-                do { try runCompactionJob(job, version: version) } catch { failure = error; return }
+                do { try runCompactionJob(job, version: version, meter: &meter) } catch { failure = error; return }
             }
         }
         if let failure { throw failure }
+        meter.finish()
         let (afterBytes, afterCount) = totals()
         return CompactionReport(bytesBefore: beforeBytes, bytesAfter: afterBytes, segmentsBefore: beforeCount,
                                 segmentsAfter: afterCount, seconds: monotonicSeconds() - start)
@@ -105,6 +128,11 @@ extension Engine {
     /// Merges a job's inputs, records the result in the manifest and installs it. Runs on the
     /// compaction queue only, so jobs never overlap.
     func runCompactionJob(_ job: CompactionJob, version: Version) throws {
+        var meter = CompactionMeter(start: 0, report: nil)
+        try runCompactionJob(job, version: version, meter: &meter)
+    }
+
+    func runCompactionJob(_ job: CompactionJob, version: Version, meter: inout CompactionMeter) throws {
         let start = monotonicSeconds()
         if job.isTrivialMove {
             // Nothing to merge: the segments change level in the manifest, bytes stay put.
@@ -130,7 +158,7 @@ extension Engine {
         }
         let outputs: [SegmentMeta]
         do {
-            outputs = try compactor.run()
+            outputs = try compactor.run(meter: &meter)
             if !outputs.isEmpty { try fileSystem.syncDirectory(directory) }
             var edit = VersionEdit()
             edit.deletedSegments = job.allInputs.map { .init(keySpaceId: job.keySpaceId, level: $0.meta.level, fileNumber: $0.meta.fileNumber) }
@@ -157,6 +185,34 @@ extension Engine {
     /// Largest number of level-0 segments of any key space.
     func level0Count(_ view: ReadView) -> Int {
         view.version.keySpaces.values.reduce(0) { max($0, $1.levels[0].count) }
+    }
+}
+
+/// Counts a manual compaction's merged input and reports it every MiB.
+struct CompactionMeter {
+    let start: Double
+    let report: ((CompactionProgress) -> Void)?
+    var total: UInt64 = 0
+    var done: UInt64 = 0
+    private var reported: UInt64 = 0
+    static let step: UInt64 = 1 << 20
+
+    init(start: Double, report: ((CompactionProgress) -> Void)?) {
+        self.start = start
+        self.report = report
+    }
+
+    @inline(__always) mutating func add(_ bytes: Int) {
+        guard report != nil else { return }
+        done += UInt64(bytes)
+        if done - reported >= Self.step {
+            reported = done
+            report?(CompactionProgress(bytesDone: done, bytesTotal: max(total, done), seconds: monotonicSeconds() - start))
+        }
+    }
+
+    mutating func finish() {
+        report?(CompactionProgress(bytesDone: max(total, done), bytesTotal: max(total, done), seconds: monotonicSeconds() - start))
     }
 }
 

@@ -1,7 +1,8 @@
 import Synchronization
 
-/// Engine counters, updated with relaxed atomics on the hot paths. Write amplification is
-/// `bytesWrittenToDisk / userBytesWritten`.
+/// Engine counters, updated with relaxed atomics on the hot paths. `base` holds what earlier
+/// sessions of the store counted (the `STATS` file, SPEC.md §3.1): counters since open plus
+/// `base` are the store's lifetime figures.
 final class StatisticsCounters: Sendable {
     let userBytesWritten = Atomic<UInt64>(0)
     let walBytesWritten = Atomic<UInt64>(0)
@@ -19,59 +20,151 @@ final class StatisticsCounters: Sendable {
     let compactions = Atomic<UInt64>(0)
     let compactionBytesRead = Atomic<UInt64>(0)
     let compactionMicros = Atomic<UInt64>(0)
+    /// Lifetime counters of the store before this open.
+    let base = Mutex(EngineCounters())
+
+    var sinceOpen: EngineCounters {
+        EngineCounters(
+            userBytesWritten: userBytesWritten.load(ordering: .relaxed),
+            walBytesWritten: walBytesWritten.load(ordering: .relaxed),
+            segmentBytesWritten: segmentBytesWritten.load(ordering: .relaxed),
+            manifestBytesWritten: manifestBytesWritten.load(ordering: .relaxed),
+            bytesRead: bytesRead.load(ordering: .relaxed),
+            blockCacheHits: blockCacheHits.load(ordering: .relaxed),
+            blockCacheMisses: blockCacheMisses.load(ordering: .relaxed),
+            bloomFilterNegatives: bloomNegatives.load(ordering: .relaxed),
+            flushes: flushes.load(ordering: .relaxed),
+            writeBatches: writeBatches.load(ordering: .relaxed),
+            walSyncs: walSyncs.load(ordering: .relaxed),
+            writeStalls: writeStalls.load(ordering: .relaxed),
+            writeSlowdowns: writeSlowdowns.load(ordering: .relaxed),
+            compactions: compactions.load(ordering: .relaxed),
+            compactionBytesRead: compactionBytesRead.load(ordering: .relaxed),
+            compactionMicros: compactionMicros.load(ordering: .relaxed))
+    }
+
+    var lifetime: EngineCounters { base.withLock { $0 } + sinceOpen }
 }
 
-/// A snapshot of the engine's counters and shape, from ``Engine/statistics()``.
+/// The engine's activity counters. ``EngineStatistics`` carries two sets: since the engine was
+/// opened, and over the store's whole life (persisted in the `STATS` file at each close).
 ///
 /// ```swift
-/// let s = engine.statistics()
-/// print("write amplification", s.writeAmplification)
+/// let life = engine.statistics().lifetime
+/// print("write amplification over the store's life:", life.writeAmplification)
 /// ```
-public struct EngineStatistics: Sendable, Equatable {
+public struct EngineCounters: Sendable, Equatable {
     /// Key and value bytes handed to `write`.
-    public var userBytesWritten: UInt64
+    public var userBytesWritten: UInt64 = 0
     /// Bytes appended to the write-ahead log.
-    public var walBytesWritten: UInt64
+    public var walBytesWritten: UInt64 = 0
     /// Bytes written into segment files (flushes, later compactions).
-    public var segmentBytesWritten: UInt64
+    public var segmentBytesWritten: UInt64 = 0
     /// Bytes written to manifests.
-    public var manifestBytesWritten: UInt64
+    public var manifestBytesWritten: UInt64 = 0
     /// Bytes read from segment files.
-    public var bytesRead: UInt64
-    public var blockCacheHits: UInt64
-    public var blockCacheMisses: UInt64
+    public var bytesRead: UInt64 = 0
+    public var blockCacheHits: UInt64 = 0
+    public var blockCacheMisses: UInt64 = 0
     /// Point reads that a segment's bloom filter answered "absent" without reading a block.
-    public var bloomFilterNegatives: UInt64
-    public var flushes: UInt64
-    public var writeBatches: UInt64
+    public var bloomFilterNegatives: UInt64 = 0
+    public var flushes: UInt64 = 0
+    public var writeBatches: UInt64 = 0
     /// fdatasync calls on the WAL (group commit makes this smaller than the durable writes).
-    public var walSyncs: UInt64
+    public var walSyncs: UInt64 = 0
     /// Times a writer waited: the previous memtable was still being flushed, or level 0 had
     /// ``CompactionPolicy`` stop-writes segments.
-    public var writeStalls: UInt64
+    public var writeStalls: UInt64 = 0
     /// Writes delayed by 1 ms because level 0 was filling up.
-    public var writeSlowdowns: UInt64
-    public var compactions: UInt64
+    public var writeSlowdowns: UInt64 = 0
+    public var compactions: UInt64 = 0
     /// Bytes of segments read by compactions.
-    public var compactionBytesRead: UInt64
+    public var compactionBytesRead: UInt64 = 0
+    /// Time spent compacting, in microseconds.
+    public var compactionMicros: UInt64 = 0
+
+    public init() {}
+
+    init(userBytesWritten: UInt64, walBytesWritten: UInt64, segmentBytesWritten: UInt64, manifestBytesWritten: UInt64,
+         bytesRead: UInt64, blockCacheHits: UInt64, blockCacheMisses: UInt64, bloomFilterNegatives: UInt64,
+         flushes: UInt64, writeBatches: UInt64, walSyncs: UInt64, writeStalls: UInt64, writeSlowdowns: UInt64,
+         compactions: UInt64, compactionBytesRead: UInt64, compactionMicros: UInt64) {
+        self.userBytesWritten = userBytesWritten
+        self.walBytesWritten = walBytesWritten
+        self.segmentBytesWritten = segmentBytesWritten
+        self.manifestBytesWritten = manifestBytesWritten
+        self.bytesRead = bytesRead
+        self.blockCacheHits = blockCacheHits
+        self.blockCacheMisses = blockCacheMisses
+        self.bloomFilterNegatives = bloomFilterNegatives
+        self.flushes = flushes
+        self.writeBatches = writeBatches
+        self.walSyncs = walSyncs
+        self.writeStalls = writeStalls
+        self.writeSlowdowns = writeSlowdowns
+        self.compactions = compactions
+        self.compactionBytesRead = compactionBytesRead
+        self.compactionMicros = compactionMicros
+    }
+
+    /// Every counter by name, in the order the `STATS` file stores them (SPEC.md §3.1): append
+    /// new counters at the end, never reorder.
+    public static var fields: [(name: String, keyPath: WritableKeyPath<EngineCounters, UInt64>)] { [
+        ("userBytesWritten", \.userBytesWritten), ("walBytesWritten", \.walBytesWritten),
+        ("segmentBytesWritten", \.segmentBytesWritten), ("manifestBytesWritten", \.manifestBytesWritten),
+        ("bytesRead", \.bytesRead), ("blockCacheHits", \.blockCacheHits), ("blockCacheMisses", \.blockCacheMisses),
+        ("bloomFilterNegatives", \.bloomFilterNegatives), ("flushes", \.flushes), ("writeBatches", \.writeBatches),
+        ("walSyncs", \.walSyncs), ("writeStalls", \.writeStalls), ("writeSlowdowns", \.writeSlowdowns),
+        ("compactions", \.compactions), ("compactionBytesRead", \.compactionBytesRead),
+        ("compactionMicros", \.compactionMicros),
+    ] }
+
     /// Time spent compacting, in seconds.
-    public var compactionSeconds: Double
-    /// Per key space: segments per level and live bytes.
-    public var keySpaces: [KeySpaceStatistics]
-    /// Bytes held by memtables.
-    public var memtableBytes: Int
-    public var blockCacheBytes: Int
+    public var compactionSeconds: Double { Double(compactionMicros) / 1e6 }
 
     /// Total bytes written to disk.
     public var bytesWrittenToDisk: UInt64 { walBytesWritten + segmentBytesWritten + manifestBytesWritten }
-
-    /// Live bytes on disk (segments of every key space).
-    public var liveSegmentBytes: UInt64 { keySpaces.reduce(0) { $0 + $1.liveSegmentBytes } }
 
     /// Bytes written to disk per user byte (0 before any write).
     public var writeAmplification: Double {
         userBytesWritten == 0 ? 0 : Double(bytesWrittenToDisk) / Double(userBytesWritten)
     }
+
+    static func + (a: EngineCounters, b: EngineCounters) -> EngineCounters {
+        var out = a
+        for f in fields { out[keyPath: f.keyPath] &+= b[keyPath: f.keyPath] }
+        return out
+    }
+}
+
+/// A snapshot of the engine's counters and shape, from ``Engine/statistics()``. The counters
+/// read directly from it (`s.flushes`) are those since the engine was opened; `lifetime` holds
+/// the store's whole history.
+///
+/// ```swift
+/// let s = engine.statistics()
+/// print("write amplification since open", s.writeAmplification)
+/// print("segments per level", s.keySpaces.map(\.segmentsPerLevel))
+/// ```
+@dynamicMemberLookup
+public struct EngineStatistics: Sendable, Equatable {
+    /// Counters since this engine was opened.
+    public var sinceOpen: EngineCounters
+    /// Counters over the store's life: earlier sessions (as of their last clean close) plus
+    /// this one.
+    public var lifetime: EngineCounters
+    /// Per key space: segments per level and live bytes.
+    public var keySpaces: [KeySpaceStatistics]
+    /// Bytes held by memtables.
+    public var memtableBytes: Int
+    public var blockCacheBytes: Int
+    /// Bytes of the write-ahead log files still needed by recovery.
+    public var walFileBytes: UInt64
+
+    public subscript<T>(dynamicMember keyPath: KeyPath<EngineCounters, T>) -> T { sinceOpen[keyPath: keyPath] }
+
+    /// Live bytes on disk (segments of every key space).
+    public var liveSegmentBytes: UInt64 { keySpaces.reduce(0) { $0 + $1.liveSegmentBytes } }
 }
 
 /// Shape of one key space.

@@ -43,6 +43,9 @@ enum FormatConstants {
     static let walSuffix = ".wal"
     static let segmentSuffix = ".seg"
     static let tempSuffix = ".tmp"
+    static let statsFileName = "STATS"
+    /// Version of the `STATS` file (SPEC.md §3.1).
+    static let statsFormatVersion: UInt32 = 1
 }
 
 /// How a block's payload is stored (SPEC.md §Segment). Never renumber.

@@ -9,7 +9,7 @@ final class SegmentReader: @unchecked Sendable {
     private let file: any ReadableFile
     let fileSize: UInt64
     let properties: SegmentProperties
-    private let index: Block
+    let index: Block
     private let indexPrefixes: IndexKeyPrefixes?
     private let filter: [UInt8]
     private let cache: BlockCache

@@ -1,0 +1,266 @@
+import StrataStorage
+
+/// One inconsistency ``Store/verifyGraph()`` found in the object layer.
+public struct GraphProblem: Sendable, Equatable, CustomStringConvertible {
+    /// The entity of the object concerned (for an edge, the entity declaring the relation).
+    public var entity: String
+    /// The object concerned, 0 when the problem is not about one object.
+    public var id: Id
+    public var reason: String
+
+    public var description: String { id == 0 ? "\(entity): \(reason)" : "\(entity) \(id): \(reason)" }
+}
+
+/// What ``Store/verifyGraph()`` read and found.
+public struct GraphVerification: Sendable {
+    public var problems: [GraphProblem] = []
+    /// Findings that are not damage (edges left by a relation property that was removed).
+    public var notes: [String] = []
+    public var objects = 0
+    public var edges = 0
+    public var indexEntries = 0
+
+    public var isClean: Bool { problems.isEmpty }
+}
+
+extension Store {
+    /// Checks the object graph against its invariants, from one consistent snapshot: every
+    /// object decodes; object counts match; every `ToOne` points at a live object or nothing and
+    /// has its backlink entry; every edge has both of its ends and its reverse entry; every
+    /// embedded object has exactly one owner; every index entry matches its object's value and
+    /// every indexed object has its entry. Reads each key space once; memory grows with the
+    /// number of objects and edges (sets of ids and keys). Never writes.
+    ///
+    /// ```swift
+    /// let report = try store.verifyGraph()
+    /// for p in report.problems { print(p) }
+    /// ```
+    public func verifyGraph() throws(StrataError) -> GraphVerification {
+        try checkOpen()
+        do {
+            return try runInReadOnlyTransaction {
+                var v = GraphVerifier(store: self, snapshot: TransactionContext.current(for: self)?.snapshot)
+                try v.run()
+                return v.report
+            }
+        } catch {
+            throw StrataError(error)
+        }
+    }
+}
+
+/// The walk behind ``Store/verifyGraph()``.
+struct GraphVerifier {
+    let store: Store
+    let snapshot: Snapshot?
+    var report = GraphVerification()
+    private let records: [UInt32: EntityRecord]
+    private let recordsByName: [String: EntityRecord]
+    /// Live object ids per entity id.
+    private var ids: [UInt32: Set<Id>] = [:]
+    /// Kind-1 entries the stored to-one fields call for.
+    private var expectedToOne = Set<EdgeKey>()
+    /// (entity, property, source, target) of every non-nil to-one, checked once all ids are known.
+    private var toOneTargets: [(UInt32, UInt32, Id, Id)] = []
+    /// Index keys the objects call for.
+    private var expectedIndex = Set<[UInt8]>()
+    /// Owners seen per embedded object (entity id, object id).
+    private var owners: [ObjectKey: Int] = [:]
+
+    init(store: Store, snapshot: Snapshot?) {
+        self.store = store
+        self.snapshot = snapshot
+        let all = store.catalogRecords()
+        records = Dictionary(uniqueKeysWithValues: all.map { ($0.entityId, $0) })
+        recordsByName = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
+    }
+
+    private mutating func problem(_ entity: String, _ id: Id, _ reason: String) {
+        report.problems.append(GraphProblem(entity: entity, id: id, reason: reason))
+    }
+
+    private func name(_ entityId: UInt32) -> String { records[entityId]?.name ?? "entity #\(entityId)" }
+
+    private func property(_ entityId: UInt32, _ propertyId: UInt32) -> EntityRecord.Property? {
+        records[entityId]?.properties.first { $0.id == propertyId }
+    }
+
+    private func exists(_ entity: String?, _ id: Id) -> Bool {
+        guard let entity, let r = recordsByName[entity] else { return false }
+        return ids[r.entityId]?.contains(id) ?? false
+    }
+
+    mutating func run() throws {
+        try scanObjects()
+        try checkCounts()
+        for (entityId, propertyId, source, target) in toOneTargets {
+            let p = property(entityId, propertyId)
+            if !exists(p?.target, target) {
+                problem(name(entityId), source, "\(p?.name ?? "?") points at \(p?.target ?? "?") \(target), which is not stored")
+            }
+            noteOwner(p?.target, target)
+        }
+        toOneTargets = []
+        try scanEdges()
+        for key in expectedToOne.sorted(by: { ($0.entityId, $0.b) < ($1.entityId, $1.b) }) {
+            problem(name(key.entityId), key.b, "\(property(key.entityId, key.propertyId)?.name ?? "?") points at \(key.a), but its backlink entry is missing")
+        }
+        for (key, count) in owners.sorted(by: { ($0.key.entityId, $0.key.id) < ($1.key.entityId, $1.key.id) }) where count != 1 {
+            problem(name(key.entityId), key.id, "embedded object has \(count) owners instead of one")
+        }
+        for (entityId, set) in ids where records[entityId]?.isEmbedded == true {
+            for id in set.sorted() where owners[ObjectKey(entityId: entityId, id: id)] == nil {
+                problem(name(entityId), id, "embedded object has no owner")
+            }
+        }
+        try scanIndexes()
+    }
+
+    private mutating func noteOwner(_ entity: String?, _ id: Id) {
+        guard let entity, let r = recordsByName[entity], r.isEmbedded else { return }
+        owners[ObjectKey(entityId: r.entityId, id: id), default: 0] += 1
+    }
+
+    /// Every object of every entity: decodes, collects ids, expected backlink and index entries.
+    private mutating func scanObjects() throws {
+        let decoders = records.mapValues { StoredObjectDecoder($0) }
+        let indexes = records.compactMapValues { EntityIndexes($0) }
+        let it = try store.engine.makeIterator(in: store.objects, snapshot: snapshot)
+        try it.seekToFirst()
+        while it.isValid {
+            report.objects += 1
+            let key = it.key
+            guard key.count == ObjectFormat.objectKeyBytes else {
+                problem("(objects)", 0, "key of \(key.count) bytes is not an object key")
+                try it.next()
+                continue
+            }
+            let entityId = key.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            let id = ObjectKey.id(fromKey: key)
+            guard let record = records[entityId], let decoder = decoders[entityId] else {
+                problem("entity #\(entityId)", id, "object of an entity the catalog does not list")
+                try it.next()
+                continue
+            }
+            ids[entityId, default: []].insert(id)
+            do {
+                let values = try decoder.decode(it.value)
+                for (i, p) in decoder.fields.enumerated() where p.type == .toOne {
+                    if case let .toOne(target?) = values[i] {
+                        expectedToOne.insert(EdgeKey(kind: .toOneBacklink, entityId: entityId, propertyId: p.id, a: target, b: id))
+                        toOneTargets.append((entityId, p.id, id, target))
+                    }
+                }
+                if let ix = indexes[entityId] {
+                    for (i, value) in try ix.values(of: it.value).enumerated() {
+                        expectedIndex.insert(ix.key(i, value: value, id: id))
+                    }
+                }
+            } catch {
+                problem(record.name, id, "does not decode: \(error)")
+            }
+            try it.next()
+        }
+    }
+
+    private mutating func checkCounts() throws {
+        for record in records.values.sorted(by: { $0.entityId < $1.entityId }) {
+            let stored = try store.storedCount(entityId: record.entityId, in: TransactionContext.current(for: store))
+            let actual = UInt64(ids[record.entityId]?.count ?? 0)
+            if stored != actual && store.countsMaintained {
+                problem(record.name, 0, "the catalog counts \(stored) objects, \(actual) are stored")
+            }
+        }
+    }
+
+    /// Every edge: well-formed, of a live relation, both ends stored, its mirror present.
+    private mutating func scanEdges() throws {
+        guard let edges = store.edges else { return }
+        var expectedToMany = Set<EdgeKey>()
+        var stale = Set<String>()
+        let it = try store.engine.makeIterator(in: edges, snapshot: snapshot)
+        try it.seekToFirst()
+        while it.isValid {
+            report.edges += 1
+            guard let key = EdgeKey(bytes: it.key) else {
+                problem("(edges)", 0, "malformed edge key of \(it.key.count) bytes")
+                try it.next()
+                continue
+            }
+            let entity = name(key.entityId)
+            guard let p = property(key.entityId, key.propertyId), p.type.isRelation else {
+                problem(entity, 0, "edges of property #\(key.propertyId), which is not a relation")
+                try it.next()
+                continue
+            }
+            if p.isRemoved {
+                stale.insert("\(entity).\(p.name)")
+                try it.next()
+                continue
+            }
+            switch key.kind {
+            case .toOneBacklink:
+                if p.type != .toOne {
+                    problem(entity, key.b, "to-one backlink entry for \(p.name), which is a to-many")
+                } else if expectedToOne.remove(key) == nil {
+                    problem(entity, key.b, "backlink entry says \(p.name) points at \(key.a), but the object's field does not")
+                }
+            case .toManyList:
+                guard p.type == .toMany, key.b == 0 else {
+                    problem(entity, key.a, "malformed to-many list entry for \(p.name)")
+                    break
+                }
+                if !exists(entity, key.a) { problem(entity, key.a, "\(p.name) list of an object that is not stored") }
+                do {
+                    for target in try EdgeList.decode(Array(it.value)) {
+                        if !exists(p.target, target) {
+                            problem(entity, key.a, "\(p.name) holds \(p.target ?? "?") \(target), which is not stored")
+                        }
+                        noteOwner(p.target, target)
+                        expectedToMany.insert(EdgeKey(kind: .toManyBacklink, entityId: key.entityId, propertyId: key.propertyId, a: target, b: key.a))
+                    }
+                } catch {
+                    problem(entity, key.a, "\(p.name) list does not decode: \(error)")
+                }
+            case .toManyBacklink:
+                if expectedToMany.remove(key) == nil {
+                    problem(entity, key.b, "reverse entry says \(p.name) holds \(key.a), but the list does not")
+                }
+            }
+            try it.next()
+        }
+        for key in expectedToMany.sorted(by: { ($0.entityId, $0.b) < ($1.entityId, $1.b) }) {
+            problem(name(key.entityId), key.b, "\(property(key.entityId, key.propertyId)?.name ?? "?") holds \(key.a), but its reverse entry is missing")
+        }
+        for s in stale.sorted() { report.notes.append("edges of \(s), a relation property that was removed, are still stored") }
+    }
+
+    /// Every index entry belongs to an object with that value; every indexed object has its entry.
+    private mutating func scanIndexes() throws {
+        if let indexSpace = store.indexSpace {
+            let it = try store.engine.makeIterator(in: indexSpace, snapshot: snapshot)
+            try it.seekToFirst()
+            while it.isValid {
+                report.indexEntries += 1
+                let key = Array(it.key)
+                if expectedIndex.remove(key) == nil {
+                    let (entityId, propertyId, id) = Self.parseIndexKey(key)
+                    problem(name(entityId), id, "index entry of \(property(entityId, propertyId)?.name ?? "property #\(propertyId)") does not match the object")
+                }
+                try it.next()
+            }
+        }
+        for key in expectedIndex.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            let (entityId, propertyId, id) = Self.parseIndexKey(key)
+            problem(name(entityId), id, "index entry of \(property(entityId, propertyId)?.name ?? "?") is missing")
+        }
+    }
+
+    static func parseIndexKey(_ key: [UInt8]) -> (UInt32, UInt32, Id) {
+        guard key.count >= IndexKey.headerBytes + IndexKey.idBytes else { return (0, 0, 0) }
+        let entityId = key[0..<4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        let propertyId = key[4..<8].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        let id = key.withUnsafeBytes { IndexKey.id(fromKey: $0) }
+        return (entityId, propertyId, id)
+    }
+}

@@ -1,0 +1,295 @@
+/// One problem ``Engine/verify(directory:fileSystem:)`` found: where, and what.
+public struct StorageProblem: Sendable, Equatable, CustomStringConvertible {
+    /// Path of the damaged file.
+    public var file: String
+    /// Byte offset of the damage in the file (0 when it concerns the whole file).
+    public var offset: UInt64
+    public var reason: String
+
+    public var description: String { "\(file) at offset \(offset): \(reason)" }
+}
+
+/// What a storage verification read and found.
+public struct StorageVerification: Sendable {
+    /// Damage: a checksum or structural check failed, or a file the store needs is missing.
+    public var problems: [StorageProblem] = []
+    /// Findings that are not damage: a torn log tail that recovery drops (a write that was never
+    /// acknowledged), files a writable open will delete.
+    public var notes: [String] = []
+    public var manifestRecords = 0
+    public var walRecords = 0
+    public var segments = 0
+    public var blocks = 0
+    /// Segment entries read (every version and tombstone).
+    public var entries: UInt64 = 0
+    /// Bytes of files read and checked.
+    public var bytesChecked: UInt64 = 0
+
+    /// Whether no problem was found.
+    public var isClean: Bool { problems.isEmpty }
+}
+
+extension Engine {
+    /// Reads every file of the store in `directory` and checks every checksum and structure,
+    /// without opening the engine and without writing anything: `CURRENT`, every manifest
+    /// record, every block of every live segment (with key order, entry counts and key ranges
+    /// against the manifest), every record of the WAL files recovery would replay, and `STATS`.
+    /// Damage is collected, not thrown, so that one run reports all of it.
+    ///
+    /// Throws ``StorageError/notAStore(path:)`` when the directory holds no store, and
+    /// ``StorageError/locked(path:)`` when a writer has it open (verification takes the shared
+    /// lock read-only openers take).
+    ///
+    /// ```swift
+    /// let report = try Engine.verify(directory: path)
+    /// for p in report.problems { print(p) }
+    /// ```
+    public static func verify(directory: String, fileSystem: any FileSystem = PosixFileSystem()) throws -> StorageVerification {
+        let fs = fileSystem
+        let currentPath = joinPath(directory, FormatConstants.currentFileName)
+        guard fs.directoryExists(directory), fs.fileExists(currentPath) else { throw StorageError.notAStore(path: directory) }
+        let lockPath = joinPath(directory, FormatConstants.lockFileName)
+        let lock = fs.fileExists(lockPath) ? try fs.lockFile(lockPath, shared: true) : nil
+        defer { lock?.release() }
+        var verifier = StorageVerifier(directory: directory, fs: fs)
+        verifier.run(currentPath: currentPath)
+        return verifier.report
+    }
+}
+
+/// The walk behind ``Engine/verify(directory:fileSystem:)``.
+struct StorageVerifier {
+    let directory: String
+    let fs: any FileSystem
+    var report = StorageVerification()
+    private let stats = StatisticsCounters()
+    /// A small cache: every block is read once, with `fillCache` false.
+    private let cache = BlockCache(capacityBytes: 1 << 20)
+
+    init(directory: String, fs: any FileSystem) {
+        self.directory = directory
+        self.fs = fs
+    }
+
+    private mutating func problem(_ error: Error, file: String) {
+        if let e = error as? StorageError, case let .corruption(f, offset, reason) = e {
+            report.problems.append(StorageProblem(file: f, offset: offset, reason: reason))
+        } else {
+            report.problems.append(StorageProblem(file: file, offset: 0, reason: "\(error)"))
+        }
+    }
+
+    mutating func run(currentPath: String) {
+        let manifestNumber: UInt64
+        do {
+            let bytes = try fs.readWholeFile(currentPath)
+            report.bytesChecked += UInt64(bytes.count)
+            manifestNumber = try VersionSet.parseCurrent(bytes, path: currentPath)
+        } catch {
+            problem(error, file: currentPath)
+            return
+        }
+        guard let manifest = readManifest(number: manifestNumber) else { return }
+        let names = (try? fs.listDirectory(directory)) ?? []
+        let live = Set(manifest.segments.map(\.fileNumber))
+        for meta in manifest.segments.sorted(by: { $0.fileNumber < $1.fileNumber }) {
+            verifySegment(meta)
+        }
+        var wals: [UInt64] = []
+        for name in names.sorted() {
+            switch Recovery.parseFileName(name) {
+            case let .wal(n)?:
+                if n >= manifest.logNumber { wals.append(n) } else { report.notes.append("\(name): obsolete log, removed at the next writable open") }
+            case let .segment(n)? where !live.contains(n):
+                report.notes.append("\(name): not in the manifest (an unfinished flush or compaction), removed at the next writable open")
+            case let .manifest(n)? where n != manifestNumber:
+                report.notes.append("\(name): old manifest, removed at the next writable open")
+            case .temp?:
+                report.notes.append("\(name): temporary file, removed at the next writable open")
+            default:
+                break
+            }
+        }
+        var lastSequence = manifest.lastSequence
+        for n in wals.sorted() {
+            lastSequence = verifyLog(joinPath(directory, Recovery.walName(n)), keySpaces: manifest.keySpaces, after: lastSequence)
+        }
+        let statsPath = StatsFile.path(in: directory)
+        if fs.fileExists(statsPath) {
+            do {
+                let bytes = try fs.readWholeFile(statsPath)
+                report.bytesChecked += UInt64(bytes.count)
+                _ = try StatsFile.decode(bytes, path: statsPath)
+            } catch {
+                problem(error, file: statsPath)
+            }
+        }
+    }
+
+    private struct ManifestState {
+        var segments: [SegmentMeta]
+        var keySpaces: Set<UInt32>
+        var logNumber: UInt64
+        var lastSequence: UInt64
+    }
+
+    /// Replays the manifest's edits as recovery does, collecting damage instead of stopping at
+    /// the first; nil when the live segment set cannot be known.
+    private mutating func readManifest(number: UInt64) -> ManifestState? {
+        let path = joinPath(directory, VersionSet.manifestName(number))
+        guard fs.fileExists(path) else {
+            report.problems.append(StorageProblem(file: joinPath(directory, FormatConstants.currentFileName), offset: 0,
+                                                  reason: "CURRENT names \(VersionSet.manifestName(number)), which does not exist"))
+            return nil
+        }
+        var metas: [UInt64: SegmentMeta] = [:]
+        var spaces = Set<UInt32>()
+        var logNumber: UInt64 = 0, lastSequence: UInt64 = 0
+        var sawFormat = false
+        var records = 0
+        do {
+            let bytes = try fs.readWholeFile(path)
+            report.bytesChecked += UInt64(bytes.count)
+            let outcome = try LogReader(bytes: bytes, path: path).forEachRecord { payload, offset in
+                records += 1
+                guard let edit = VersionEdit.decode(payload) else {
+                    throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "malformed manifest record")
+                }
+                if let v = edit.formatVersion {
+                    guard v <= FormatConstants.storeFormatVersion else {
+                        throw StorageError.unsupportedFormatVersion(file: path, found: v, supported: FormatConstants.storeFormatVersion)
+                    }
+                    sawFormat = true
+                }
+                if let v = edit.logNumber { logNumber = v }
+                if let v = edit.lastSequence { lastSequence = max(lastSequence, v) }
+                for ks in edit.addedKeySpaces { spaces.insert(ks.id) }
+                for d in edit.deletedSegments { metas[d.fileNumber] = nil }
+                for m in edit.addedSegments { metas[m.fileNumber] = m }
+            }
+            if outcome.droppedTornTail {
+                report.notes.append("\(path): torn last record at offset \(outcome.validEnd) (an edit that never took effect)")
+            }
+        } catch {
+            report.manifestRecords += records
+            problem(error, file: path)
+            return nil
+        }
+        report.manifestRecords += records
+        guard sawFormat else {
+            report.problems.append(StorageProblem(file: path, offset: 0, reason: "manifest has no format version record"))
+            return nil
+        }
+        for m in metas.values where !spaces.contains(m.keySpaceId) {
+            report.problems.append(StorageProblem(file: path, offset: 0,
+                                                  reason: "segment \(m.fileNumber) belongs to unknown key space \(m.keySpaceId)"))
+        }
+        return ManifestState(segments: Array(metas.values), keySpaces: spaces, logNumber: logNumber, lastSequence: lastSequence)
+    }
+
+    /// Every block of one live segment: checksums, decompression, entry structure, key order,
+    /// and agreement with the manifest's record of it.
+    private mutating func verifySegment(_ meta: SegmentMeta) {
+        let path = joinPath(directory, Recovery.segmentName(meta.fileNumber))
+        report.segments += 1
+        guard fs.fileExists(path) else {
+            report.problems.append(StorageProblem(file: path, offset: 0, reason: "live segment file is missing"))
+            return
+        }
+        do {
+            let reader = try SegmentReader.open(fileSystem: fs, path: path, fileNumber: meta.fileNumber, cache: cache, stats: stats)
+            report.bytesChecked += reader.fileSize
+            guard reader.fileSize == meta.fileSize else {
+                throw StorageError.corruption(file: path, offset: 0,
+                                              reason: "file has \(reader.fileSize) bytes, the manifest records \(meta.fileSize)")
+            }
+            guard reader.properties.keySpaceId == meta.keySpaceId else {
+                throw StorageError.corruption(file: path, offset: 0, reason: "segment of key space \(reader.properties.keySpaceId), the manifest records \(meta.keySpaceId)")
+            }
+            var previous: [UInt8] = []
+            var first: [UInt8]?
+            var entries: UInt64 = 0
+            let index = reader.index.makeIterator()
+            index.seekToFirst()
+            while index.isValid {
+                let handle = try reader.handle(fromIndexValue: index.value)
+                let block = try reader.dataBlock(handle, fillCache: false)
+                report.blocks += 1
+                let it = block.makeIterator()
+                it.seekToFirst()
+                var inBlock = 0
+                while it.isValid {
+                    let key = it.key
+                    guard key.count >= InternalKey.trailerBytes else {
+                        throw StorageError.corruption(file: path, offset: handle.offset, reason: "entry key shorter than its trailer")
+                    }
+                    if first == nil { first = Array(key) }
+                    if !previous.isEmpty {
+                        let order = previous.withUnsafeBytes { InternalKey.compare($0, key) }
+                        guard order < 0 else {
+                            throw StorageError.corruption(file: path, offset: handle.offset, reason: "keys out of order")
+                        }
+                    }
+                    previous.removeAll(keepingCapacity: true)
+                    previous.append(contentsOf: key)
+                    entries += 1
+                    inBlock += 1
+                    it.next()
+                }
+                if it.corrupted || inBlock == 0 {
+                    throw StorageError.corruption(file: path, offset: handle.offset, reason: "malformed data block")
+                }
+                // The index entry is a separator at or above every key of its block.
+                if index.key.count > 0, previous.withUnsafeBytes({ InternalKey.compare($0, index.key) }) > 0 {
+                    throw StorageError.corruption(file: path, offset: handle.offset, reason: "index entry below its block's last key")
+                }
+                index.next()
+            }
+            if index.corrupted { throw StorageError.corruption(file: path, offset: 0, reason: "malformed index block") }
+            report.entries += entries
+            guard entries == reader.properties.entryCount, entries == meta.entryCount else {
+                throw StorageError.corruption(file: path, offset: 0,
+                                              reason: "\(entries) entries read, properties say \(reader.properties.entryCount), the manifest \(meta.entryCount)")
+            }
+            guard first == meta.smallest, previous == meta.largest else {
+                throw StorageError.corruption(file: path, offset: 0, reason: "key range differs from the manifest's record")
+            }
+        } catch {
+            problem(error, file: path)
+        }
+    }
+
+    /// Every record of one WAL: checksum, batch structure, known key spaces.
+    private mutating func verifyLog(_ path: String, keySpaces: Set<UInt32>, after start: UInt64) -> UInt64 {
+        var last = start
+        var records = 0
+        do {
+            let bytes = try fs.readWholeFile(path)
+            report.bytesChecked += UInt64(bytes.count)
+            let reader = LogReader(bytes: bytes, path: path) { payload in payload.count >= 12 && loadFixed64(payload, 0) > start }
+            let outcome = try reader.forEachRecord { payload, offset in
+                records += 1
+                guard payload.count >= 12 else {
+                    throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record too short")
+                }
+                let base = loadFixed64(payload, 0)
+                var n: UInt64 = 0
+                let ok = try BatchDecoder.forEach(UnsafeRawBufferPointer(rebasing: payload[8...])) { op in
+                    guard keySpaces.contains(op.keySpaceId) else {
+                        throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record for unknown key space \(op.keySpaceId)")
+                    }
+                    n += 1
+                }
+                guard ok else { throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "malformed write batch") }
+                if n > 0 { last = max(last, base + n - 1) }
+            }
+            if outcome.droppedTornTail {
+                report.notes.append("\(path): torn last record at offset \(outcome.validEnd) (a write that was never acknowledged; recovery drops it)")
+            }
+        } catch {
+            problem(error, file: path)
+        }
+        report.walRecords += records
+        return last
+    }
+}
