@@ -12,6 +12,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/swiftlang/swift-syntax", from: "602.0.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         // lz4 from the system (Debian: liblz4-dev). The shim header stops the build with an
@@ -45,7 +46,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "strata",
-            dependencies: ["Strata", "StrataStorage"],
+            dependencies: [
+                "Strata", "StrataStorage",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Tools/strata"
         ),
         // Helper process the reliability tests drive (locking, kill -9); not a product.
@@ -66,6 +70,11 @@ let package = Package(
         .testTarget(
             name: "StrataTests",
             dependencies: ["Strata", "StrataTestSupport"]
+        ),
+        // Runs the built `strata` executable as a subprocess against stores it prepares.
+        .testTarget(
+            name: "StrataToolTests",
+            dependencies: ["Strata", "StrataStorage", "StrataTestSupport"]
         ),
         .testTarget(
             name: "StrataMacrosTests",

@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import Strata
 
@@ -5,7 +6,26 @@ import Strata
 /// students and teachers, a tree) in a fresh store, traverses them both ways, removes objects
 /// (references are cleared, targets kept), rolls a transaction back, then reopens the store and
 /// shows that everything survived.
-enum DemoCommand {
+struct DemoCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract: "Build the seed documents' example graphs in a fresh store, traverse and reopen it.",
+        discussion: """
+        Customers and orders (a ToOne with its backlink), students and teachers (a ToMany with its
+        backlink), a tree (a ToOne to itself); removals that clear references and keep targets; a
+        rolled-back transaction; then the store is closed, reopened and read back.
+
+        Example:
+          strata demo /tmp/strata-demo
+        """)
+
+    @Argument(help: "Where to create the demo store (emptied first if it holds an earlier demo).")
+    var directory = "strata-demo-store"
+
+    func run() throws {
+        try reportingFailures(directory: directory) { try Self.run(directory: directory) }
+    }
+
     static func run(directory: String) throws {
         print("Strata demo in \(directory)")
         do {

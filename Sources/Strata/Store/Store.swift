@@ -25,6 +25,9 @@ public final class Store: @unchecked Sendable {
     public let durability: Durability
     /// Whether the store was opened read-only.
     public let isReadOnly: Bool
+    /// The object format version the store records (SPEC.md §11); a writable open upgrades an
+    /// older store to this build's.
+    public let formatVersion: UInt32
 
     let engine: Engine
     let objects: KeySpace
@@ -72,10 +75,11 @@ public final class Store: @unchecked Sendable {
                 meta = try Self.keySpace(ObjectFormat.metaKeySpace, in: engine)
                 edges = engine.existingKeySpace(named: ObjectFormat.edgesKeySpace)
                 indexSpace = engine.existingKeySpace(named: ObjectFormat.indexesKeySpace)
-                let (loaded, counted) = try Self.loadCatalog(engine: engine, meta: meta, objects: objects,
+                let (loaded, counted, version) = try Self.loadCatalog(engine: engine, meta: meta, objects: objects,
                                                              readOnly: options.readOnly, durability: options.durability)
                 catalog = LockedValue(loaded)
                 countsMaintained = counted
+                formatVersion = version
             } catch {
                 engine.close()
                 throw error
@@ -98,7 +102,7 @@ public final class Store: @unchecked Sendable {
     }
 
     private static func loadCatalog(engine: Engine, meta: KeySpace, objects: KeySpace, readOnly: Bool,
-                                    durability: Durability) throws -> (Catalog, countsMaintained: Bool) {
+                                    durability: Durability) throws -> (Catalog, countsMaintained: Bool, formatVersion: UInt32) {
         var catalog = Catalog()
         let formatKey = MetaKey.format.key()
         var found = ObjectFormat.version
@@ -134,7 +138,7 @@ public final class Store: @unchecked Sendable {
         }
         if found < 2 {
             // Version 1 kept no object counts: count once, by scanning, and record them.
-            guard !readOnly else { return (catalog, false) }
+            guard !readOnly else { return (catalog, false, found) }
             var batch = WriteBatch()
             for record in catalog.records.values {
                 let it = try engine.makeIterator(in: objects, prefix: ObjectKey.prefix(entityId: record.entityId))
@@ -157,7 +161,7 @@ public final class Store: @unchecked Sendable {
         for record in catalog.records.values {
             if let ix = EntityIndexes(record) { catalog.indexes[record.entityId] = ix }
         }
-        return (catalog, true)
+        return (catalog, true, readOnly ? found : ObjectFormat.version)
     }
 
     /// The committed object count of an entity, as of `t`'s snapshot (or the latest state).

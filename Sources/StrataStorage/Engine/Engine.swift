@@ -236,6 +236,10 @@ public final class Engine: @unchecked Sendable {
         return viewBox.withLock { _ in Snapshot(sequence: visibleSequence.load(ordering: .acquiring), list: snapshots) }
     }
 
+    /// The store format version the manifest records (SPEC.md §7); a writable open of an
+    /// older store rewrites the manifest in this build's version.
+    public var formatVersion: UInt32 { manifestLock.withLock { versions.formatVersion } }
+
     /// The last committed sequence number.
     public var latestSequence: UInt64 { visibleSequence.load(ordering: .acquiring) }
 

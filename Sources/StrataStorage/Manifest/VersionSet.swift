@@ -12,6 +12,8 @@ final class VersionSet: @unchecked Sendable {
     private(set) var nextFileNumber: UInt64
     private(set) var lastSequence: UInt64
     private(set) var manifestNumber: UInt64 = 0
+    /// The store format version the manifest records (this build's for a new store).
+    private(set) var formatVersion = FormatConstants.storeFormatVersion
     private var manifest: LogWriter?
     let openReader: (SegmentMeta) throws -> SegmentReader
     private let stats: StatisticsCounters
@@ -64,6 +66,7 @@ final class VersionSet: @unchecked Sendable {
                     throw StorageError.unsupportedFormatVersion(file: path, found: v, supported: FormatConstants.storeFormatVersion)
                 }
                 sawFormat = true
+                set.formatVersion = v
             }
             if let v = edit.logNumber { set.logNumber = v }
             if let v = edit.nextFileNumber { set.nextFileNumber = max(set.nextFileNumber, v) }

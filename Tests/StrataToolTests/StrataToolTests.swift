@@ -1,0 +1,286 @@
+import Foundation
+import Strata
+import StrataStorage
+import StrataTestSupport
+import Testing
+
+/// The `strata` command, run as a subprocess on stores the tests build through the public API.
+@Suite struct StrataToolTests {
+    /// Three customers, ten orders (nine with a customer), three pupils with three tutor edges.
+    static func makeShop(_ path: String) throws {
+        let store = try Store(directoryPath: path)
+        defer { store.close() }
+        let customers = [ShopCustomer(email: "ada@example.com", name: "Ada"),
+                         ShopCustomer(email: "grace@example.com", name: "Grace"),
+                         ShopCustomer(email: "alan@example.com", name: "Alan")]
+        var orders: [ShopOrder] = []
+        for i in 0..<10 { orders.append(ShopOrder(amount: Int64(10 * (i + 1)), customer: i == 9 ? nil : customers[i % 3])) }
+        try store.box(for: ShopOrder.self).put(orders)
+        let tutors = [Tutor(name: "Lovelace"), Tutor(name: "Hopper")]
+        let pupils = [Pupil(name: "Ann"), Pupil(name: "Bob"), Pupil(name: "Cid")]
+        pupils[0].tutors.append(contentsOf: tutors)
+        pupils[1].tutors.append(tutors[1])
+        try store.box(for: Pupil.self).put(pupils)
+    }
+
+    /// The store's ids for an entity and one of its properties.
+    static func ids(_ path: String, entity: String, property: String) throws -> (UInt32, UInt32) {
+        var options = StoreOptions()
+        options.readOnly = true
+        let store = try Store(directoryPath: path, options: options)
+        defer { store.close() }
+        let e = try #require(try store.storedEntities().first { $0.name == entity })
+        let p = try #require(e.properties.first { $0.name == property })
+        return (e.id, p.id)
+    }
+
+    static func bigEndian<T: FixedWidthInteger>(_ v: T) -> [UInt8] { withUnsafeBytes(of: v.bigEndian) { Array($0) } }
+
+    @Test func inspectShowsFormatsLevelsEntitiesSchemaAndEdgeCounts() throws {
+        let dir = TemporaryDirectory()
+        try Self.makeShop(dir.path)
+        let run = try ToolRunner.run(["inspect", dir.path, "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let report = run.jsonObject
+        #expect(report["storeFormat"] as? Int == 1)
+        #expect(report["objectFormat"] as? Int == 3)
+        let spaces = (report["keySpaces"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        #expect(Set(["default", "objects", "meta", "edges", "indexes"]).isSubset(of: Set(spaces)))
+        let entities = report["entities"] as? [[String: Any]] ?? []
+        func entity(_ name: String) -> [String: Any] { entities.first { $0["name"] as? String == name } ?? [:] }
+        func property(_ e: String, _ p: String) -> [String: Any] {
+            (entity(e)["properties"] as? [[String: Any]] ?? []).first { $0["name"] as? String == p } ?? [:]
+        }
+        #expect(entity("ShopOrder")["objects"] as? Int == 10)
+        #expect(entity("ShopCustomer")["objects"] as? Int == 3)
+        #expect(property("ShopOrder", "customer")["edges"] as? Int == 9)
+        #expect(property("ShopOrder", "customer")["target"] as? String == "ShopCustomer")
+        #expect(property("ShopOrder", "amount")["index"] as? String == "index")
+        #expect(property("ShopCustomer", "email")["index"] as? String == "unique")
+        #expect(property("Pupil", "tutors")["edges"] as? Int == 3)
+        #expect(property("Pupil", "tutors")["type"] as? String == "ToMany<Tutor>")
+        #expect((report["walBytes"] as? Int ?? 0) > 0)
+
+        let text = try ToolRunner.run(["inspect", dir.path])
+        #expect(text.status == 0)
+        #expect(text.stdout.contains("ShopCustomer (id"))
+        #expect(text.stdout.contains("email: String @Unique"))
+        #expect(text.stdout.contains("customer: ToOne<ShopCustomer>, 9 edges"))
+    }
+
+    @Test func verifyPassesOnAHealthyStoreAndReportsAFlippedSegmentByteWithFileAndOffset() throws {
+        let dir = TemporaryDirectory()
+        try Self.makeShop(dir.path)
+        #expect(try ToolRunner.run(["compact", dir.path]).status == 0)
+        let healthy = try ToolRunner.run(["verify", dir.path])
+        #expect(healthy.status == 0, "\(healthy.stdout)\(healthy.stderr)")
+        #expect(healthy.stdout.contains("OK: no problems found"))
+
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".seg") }
+        let largest = try #require(names.max { a, b in
+            let size = { (n: String) in (try? FileManager.default.attributesOfItem(atPath: dir.path + "/" + n)[.size] as? Int) ?? 0 }
+            return size(a) < size(b)
+        })
+        let path = dir.path + "/" + largest
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        bytes[bytes.count / 3] ^= 0x10
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+
+        let damaged = try ToolRunner.run(["verify", dir.path])
+        #expect(damaged.status == 1)
+        #expect(damaged.stdout.contains("problem: \(path) at offset"), "\(damaged.stdout)")
+        let json = try ToolRunner.run(["verify", dir.path, "--json"])
+        #expect(json.status == 1)
+        #expect(json.jsonObject["ok"] as? Bool == false)
+        let problems = (json.jsonObject["storage"] as? [String: Any])?["problems"] as? [[String: Any]] ?? []
+        #expect(problems.contains { $0["file"] as? String == path })
+        // Verification never changes the store: the damaged byte is still there.
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: path))) == bytes)
+    }
+
+    @Test func verifyReportsHandDamagedEdgesAndIndexEntriesByEntityAndId() throws {
+        let dir = TemporaryDirectory()
+        try Self.makeShop(dir.path)
+        let (orderEntity, customerProperty) = try Self.ids(dir.path, entity: "ShopOrder", property: "customer")
+        let (pupilEntity, tutorsProperty) = try Self.ids(dir.path, entity: "Pupil", property: "tutors")
+        let (_, amountProperty) = try Self.ids(dir.path, entity: "ShopOrder", property: "amount")
+        do {
+            let engine = try Engine.open(directory: dir.path)
+            defer { engine.close() }
+            let edges = try #require(engine.existingKeySpace(named: "edges"))
+            let indexes = try #require(engine.existingKeySpace(named: "indexes"))
+            var batch = WriteBatch()
+            // Order 1 points at customer 1: drop the backlink entry that mirrors it.
+            batch.delete([1] + Self.bigEndian(orderEntity) + Self.bigEndian(customerProperty)
+                         + Self.bigEndian(UInt64(1)) + Self.bigEndian(UInt64(1)), in: edges)
+            // A reverse entry claiming pupil 3 holds tutor 1: its list says nothing of the kind.
+            batch.put([3] + Self.bigEndian(pupilEntity) + Self.bigEndian(tutorsProperty)
+                      + Self.bigEndian(UInt64(1)) + Self.bigEndian(UInt64(3)), [], in: edges)
+            // An index entry for an order that does not exist.
+            batch.put(Self.bigEndian(orderEntity) + Self.bigEndian(amountProperty) + [1] + Self.bigEndian(UInt64(1) << 63 | 5)
+                      + Self.bigEndian(UInt64(77)), [], in: indexes)
+            try engine.write(batch)
+        }
+        let run = try ToolRunner.run(["verify", dir.path])
+        #expect(run.status == 1)
+        #expect(run.stdout.contains("problem: ShopOrder 1: customer points at 1, but its backlink entry is missing"), "\(run.stdout)")
+        #expect(run.stdout.contains("problem: Pupil 3: reverse entry says tutors holds 1, but the list does not"), "\(run.stdout)")
+        #expect(run.stdout.contains("problem: ShopOrder 77: index entry of amount does not match the object"), "\(run.stdout)")
+        let json = try ToolRunner.run(["verify", dir.path, "--json"])
+        let problems = (json.jsonObject["objects"] as? [String: Any])?["problems"] as? [[String: Any]] ?? []
+        #expect(problems.count == 3)
+        #expect(problems.contains { $0["entity"] as? String == "Pupil" && $0["id"] as? Int == 3 })
+    }
+
+    @Test func compactShrinksAStoreFullOfOverwritesAndReportsProgress() throws {
+        let dir = TemporaryDirectory()
+        do {
+            var options = StoreOptions()
+            options.durability = .none
+            let store = try Store(directoryPath: dir.path, options: options)
+            defer { store.close() }
+            let box = store.box(for: ShopOrder.self)
+            let orders = (0..<500).map { ShopOrder(amount: Int64($0), customer: nil) }
+            try box.put(orders)
+            for round in 1...40 {
+                for o in orders { o.amount = Int64(round * 1_000 + Int(o.id)) }
+                try box.put(orders)
+            }
+        }
+        let run = try ToolRunner.run(["compact", dir.path, "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let before = run.jsonObject["bytesBefore"] as? Int ?? 0
+        let after = run.jsonObject["bytesAfter"] as? Int ?? Int.max
+        #expect(before > 0)
+        #expect(after * 4 < before, "before \(before), after \(after)")
+        #expect(run.stderr.isEmpty, "--json writes no progress")
+
+        let text = try ToolRunner.run(["compact", dir.path, "--keyspace", "objects"])
+        #expect(text.status == 0)
+        #expect(text.stdout.contains("compacted key space objects"))
+        #expect(text.stderr.contains("compacting: 100%"), "progress lines when not on a terminal: \(text.stderr)")
+        #expect(try ToolRunner.run(["verify", dir.path]).status == 0)
+        let dump = try ToolRunner.run(["dump", dir.path, "ShopOrder", "--id", "7"])
+        #expect(dump.stdout.contains("\"amount\":40007"), "\(dump.stdout)")
+    }
+
+    @Test func dumpWritesObjectsAndEdgesAsJSONLines() throws {
+        let dir = TemporaryDirectory()
+        try Self.makeShop(dir.path)
+        let all = try ToolRunner.run(["dump", dir.path, "ShopOrder"])
+        #expect(all.status == 0, "\(all.stderr)")
+        let lines = all.stdout.split(separator: "\n")
+        #expect(lines.count == 10)
+        let objects = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(objects.count == 10)
+        #expect(objects.map { $0["id"] as? Int } == (1...10).map { $0 })
+        #expect(objects[0]["amount"] as? Int == 10)
+        #expect(objects[0]["customer"] as? Int != nil)
+        #expect(objects[9]["customer"] is NSNull)
+        #expect(objects[0]["placed"] as? String == "2001-01-01T00:00:00Z")
+
+        let one = try ToolRunner.run(["dump", dir.path, "ShopOrder", "--id", "3"])
+        #expect(one.stdout.split(separator: "\n").count == 1)
+        #expect(one.stdout.hasPrefix("{\"id\":3,"))
+        #expect(try ToolRunner.run(["dump", dir.path, "ShopOrder", "--limit", "4"]).stdout.split(separator: "\n").count == 4)
+        let pupils = try ToolRunner.run(["dump", dir.path, "Pupil"]).stdout.split(separator: "\n")
+        #expect(pupils.first?.contains("\"tutors\":[1,2]") == true, "\(pupils)")
+
+        let tutorEdges = try ToolRunner.run(["dump", dir.path, "--edges", "Pupil.tutors"])
+        #expect(tutorEdges.stdout == "{\"source\":1,\"target\":1,\"position\":0}\n{\"source\":1,\"target\":2,\"position\":1}\n{\"source\":2,\"target\":2,\"position\":0}\n")
+        #expect(try ToolRunner.run(["dump", dir.path, "--edges", "ShopOrder.customer"]).stdout.split(separator: "\n").count == 9)
+
+        let missing = try ToolRunner.run(["dump", dir.path, "Nothing"])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("has no entity \"Nothing\"; entities: ShopOrder, ShopCustomer, Pupil, Tutor"), "\(missing.stderr)")
+        let absent = try ToolRunner.run(["dump", dir.path, "ShopOrder", "--id", "99"])
+        #expect(absent.status == 2)
+        #expect(absent.stderr.contains("ShopOrder 99 is not stored"))
+        #expect(try ToolRunner.run(["dump", dir.path, "--edges", "Pupil.name"]).status == 2)
+    }
+
+    @Test func statsReportsTheStoreLifetimeCounters() throws {
+        let dir = TemporaryDirectory()
+        try Self.makeShop(dir.path)
+        do {   // a second session: counters add up across closes
+            let store = try Store(directoryPath: dir.path)
+            defer { store.close() }
+            try store.box(for: ShopOrder.self).put(ShopOrder(amount: 1, customer: nil))
+        }
+        let run = try ToolRunner.run(["stats", dir.path, "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let lifetime = run.jsonObject["lifetime"] as? [String: Any] ?? [:]
+        #expect((lifetime["userBytesWritten"] as? Int ?? 0) > 0)
+        #expect((lifetime["writeBatches"] as? Int ?? 0) >= 4)
+        #expect((lifetime["writeAmplification"] as? Double ?? 0) > 1)
+        let text = try ToolRunner.run(["stats", dir.path])
+        #expect(text.stdout.contains("writeAmplification"))
+    }
+
+    @Test func errorsAreOneLineWithANonZeroExit() throws {
+        let dir = TemporaryDirectory()
+        func expectOneLineError(_ arguments: [String], containing text: String) throws {
+            let run = try ToolRunner.run(arguments)
+            #expect(run.status == 2, "\(arguments): \(run.stdout) \(run.stderr)")
+            #expect(run.stderr.hasPrefix("strata: error: "))
+            #expect(run.stderr.split(separator: "\n").count == 1, "\(run.stderr)")
+            #expect(run.stderr.contains(text), "\(run.stderr)")
+        }
+        for command in ["inspect", "verify", "compact", "stats"] {
+            try expectOneLineError([command, dir.path + "/missing"], containing: "no such directory")
+        }
+        try FileManager.default.createDirectory(atPath: dir.path + "/empty", withIntermediateDirectories: true)
+        try expectOneLineError(["inspect", dir.path + "/empty"], containing: "is not a Strata store")
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/empty/CURRENT"), "read-only commands create nothing")
+
+        let shop = dir.path + "/shop"
+        try Self.makeShop(shop)
+        do {
+            let holder = try Store(directoryPath: shop)
+            defer { holder.close() }
+            try expectOneLineError(["inspect", shop], containing: "is locked: another process has it open for writing. Stop that process")
+            try expectOneLineError(["compact", shop], containing: "is locked")
+        }
+        do {
+            let engine = try Engine.open(directory: shop)
+            var batch = WriteBatch()
+            batch.put([1], withUnsafeBytes(of: UInt32(99).littleEndian) { Array($0) }, in: try #require(engine.existingKeySpace(named: "meta")))
+            try engine.write(batch)
+            engine.close()
+        }
+        try expectOneLineError(["inspect", shop], containing: "was written by a newer Strata (object format 99")
+
+        let damaged = dir.path + "/damaged"
+        try Self.makeShop(damaged)
+        try Data("MANIFEST-000099\n00000000\n".utf8).write(to: URL(fileURLWithPath: damaged + "/CURRENT"))
+        try expectOneLineError(["inspect", damaged], containing: "is damaged: \(damaged)/CURRENT at offset 0")
+        let verify = try ToolRunner.run(["verify", damaged])
+        #expect(verify.status == 1)
+        #expect(verify.stdout.contains("problem: \(damaged)/CURRENT at offset 0: CURRENT checksum mismatch"), "\(verify.stdout)")
+    }
+
+    @Test func helpHasExamplesAndBadUsageIsRefused() throws {
+        let help = try ToolRunner.run(["--help"])
+        #expect(help.status == 0)
+        for command in ["demo", "inspect", "verify", "compact", "dump", "stats"] { #expect(help.stdout.contains(command)) }
+        for command in ["inspect", "verify", "compact", "dump", "stats"] {
+            let run = try ToolRunner.run([command, "--help"])
+            #expect(run.status == 0)
+            #expect(run.stdout.contains("Examples:"), "\(command)")
+            #expect(run.stdout.contains("--json"), "\(command)")
+        }
+        #expect(try ToolRunner.run(["dump", "/tmp"]).status == 64)
+        #expect(try ToolRunner.run(["inspect"]).status == 64)
+        #expect(try ToolRunner.run(["frobnicate"]).status == 64)
+    }
+
+    @Test func theDemoBuildsAStoreThatVerifies() throws {
+        let dir = TemporaryDirectory()
+        let demo = try ToolRunner.run(["demo", dir.path])
+        #expect(demo.status == 0, "\(demo.stderr)")
+        #expect(demo.stdout.contains("reopening"))
+        let verify = try ToolRunner.run(["verify", dir.path, "--json"])
+        #expect(verify.status == 0, "\(verify.stdout)")
+        #expect(verify.jsonObject["ok"] as? Bool == true)
+    }
+}

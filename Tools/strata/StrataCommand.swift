@@ -1,0 +1,36 @@
+import ArgumentParser
+
+/// `strata`: the store tool. Every subcommand works on a store directory through Strata's public
+/// API; all but `demo` and `compact` open it read-only and never change it.
+@main
+struct StrataCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "strata",
+        abstract: "Inspect, verify, compact and dump Strata stores; run the demo.",
+        discussion: """
+        Examples:
+          strata demo /tmp/shop                 build the example graphs, traverse, reopen
+          strata inspect /tmp/shop              what the store holds: levels, entities, schema
+          strata verify /tmp/shop               check every checksum and the object graph
+          strata compact /tmp/shop              full compaction with a progress bar
+          strata dump /tmp/shop Order --limit 5 objects as JSON Lines
+          strata dump /tmp/shop --edges Order.customer
+          strata stats /tmp/shop --json         engine counters, machine-readable
+
+        Exit status: 0 success; 1 `verify` found problems; 2 the command could not run (no such
+        directory, not a store, locked by another process, written by a newer Strata, damaged
+        file); 64 bad command line.
+        """,
+        subcommands: [DemoCommand.self, InspectCommand.self, VerifyCommand.self, CompactCommand.self,
+                      DumpCommand.self, StatsCommand.self]
+    )
+}
+
+/// Options every command that reads a store takes.
+struct StoreArguments: ParsableArguments {
+    @Argument(help: "The store directory.")
+    var directory: String
+
+    @Flag(help: "Write machine-readable JSON instead of text.")
+    var json = false
+}
