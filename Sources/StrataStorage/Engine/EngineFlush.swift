@@ -71,6 +71,9 @@ extension Engine {
             result = (error as? StorageError) ?? .io(operation: "flush", path: directory, errno: 0)
         }
 
+        // Before `flushRunning` drops: `close()` waits for it, so no file operation of this
+        // engine runs after close returns (another process may own the directory by then).
+        if result == nil { removeObsoleteWals(before: logNumber) }
         commitLock.lock()
         if let result {
             backgroundError = result
@@ -82,7 +85,6 @@ extension Engine {
         flushRunning = false
         commitLock.broadcast()
         commitLock.unlock()
-        if result == nil { removeObsoleteWals(before: logNumber) }
     }
 
     private func writeSegment(from mem: Memtable, keySpaceId: UInt32, fileNumber: UInt64, path: String) throws -> SegmentMeta {
