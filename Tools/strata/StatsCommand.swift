@@ -42,8 +42,8 @@ struct StatsCommand: ParsableCommand {
             print("Engine counters over the store's life (\(store.directory))")
             for f in EngineCounters.fields {
                 let v = life[keyPath: f.keyPath]
-                let shown = f.name.hasSuffix("Bytes") || f.name.hasSuffix("Read") && f.name.hasPrefix("bytes")
-                    || f.name.hasSuffix("Written") ? "\(v) (\(HumanReadable.bytes(v)))" : "\(v)"
+                let isBytes = f.name.contains("Bytes") || f.name == "bytesRead"
+                let shown = isBytes ? "\(v) (\(HumanReadable.bytes(v)))" : "\(v)"
                 print("  \(f.name): \(shown)")
             }
             print("  bytesWrittenToDisk: \(life.bytesWrittenToDisk) (\(HumanReadable.bytes(life.bytesWrittenToDisk)))")
