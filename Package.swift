@@ -55,8 +55,15 @@ let package = Package(
         // Helper process the reliability tests drive (locking, kill -9); not a product.
         .executableTarget(
             name: "strata-torture",
-            dependencies: ["StrataStorage"],
+            dependencies: ["Strata", "StrataStorage", "StrataTortureModel"],
             path: "Tools/strata-torture"
+        ),
+        // The graph workload of the crash and model tests: its entities, a model of what the
+        // store must hold, and the kill-test driver. Shared by strata-torture and the tests.
+        .target(
+            name: "StrataTortureModel",
+            dependencies: ["Strata", "StrataStorage", "StrataTestSupport"],
+            path: "Tools/StrataTortureModel"
         ),
         // Helpers every test target shares (seeded generator, temporary directories).
         .target(
@@ -69,7 +76,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StrataTests",
-            dependencies: ["Strata", "StrataTestSupport"]
+            dependencies: ["Strata", "StrataTestSupport", "StrataTortureModel"]
         ),
         // Runs the built `strata` executable as a subprocess against stores it prepares.
         .testTarget(

@@ -1,4 +1,5 @@
 import StrataStorage
+import StrataTortureModel
 
 #if canImport(Glibc)
 import Glibc
@@ -12,6 +13,8 @@ import Darwin
 ///   strata-torture hold DIR     open the store, print "ready", keep it open until stdin closes
 ///   strata-torture write DIR N  write N durable batches, printing each sequence once it is acknowledged
 ///   strata-torture read DIR     open read-only and print "keys N" for the default key space
+///   strata-torture graph DIR SEED   run the graph workload (the kill test's child), printing "ack N"
+///   strata-torture kill-test DIR CYCLES [SEED]   run the kill test (RELIABILITY.md §1) and print figures
 func fail(_ message: String) -> Never {
     let line = "strata-torture: \(message)\n"
     _ = line.withCString { write(2, $0, strlen($0)) }
@@ -24,6 +27,32 @@ guard args.count >= 2 else { fail("usage: strata-torture hold DIR | write DIR N"
 func emit(_ line: String) {
     let text = line + "\n"
     _ = text.withCString { write(1, $0, strlen($0)) }
+}
+
+if args[0] == "graph" {
+    do {
+        try KillTest.runChild(store: args[1], seed: UInt64(args.count > 2 ? args[2] : "") ?? 1)
+    } catch {
+        fail("\(error)")
+    }
+    exit(0)
+}
+if args[0] == "kill-test" {
+    let cycles = Int(args.count > 2 ? args[2] : "") ?? 1000
+    let seed = UInt64(args.count > 3 ? args[3] : "") ?? UInt64(time(nil))
+    do {
+        let start = time(nil)
+        let report = try KillTest.run(cycles: cycles, directory: args[1], seed: seed, binary: CommandLine.arguments[0]) { cycle, r in
+            if (cycle + 1) % 50 == 0 {
+                emit("\(cycle + 1) cycles, \(r.killsDuringBackgroundWork) during flush/compaction, \(r.acknowledgedTransactions) transactions acknowledged, \(r.failures.count) failures")
+            }
+        }
+        for f in report.failures { emit("FAILURE \(f)") }
+        emit("kill test, seed \(seed): \(report.cycles) cycles in \(time(nil) - start) s, \(report.killsDuringBackgroundWork) kills during a flush or compaction, \(report.acknowledgedTransactions) acknowledged transactions, \(report.failures.count) failures")
+        exit(report.failures.isEmpty ? 0 : 1)
+    } catch {
+        fail("\(error)")
+    }
 }
 
 do {

@@ -8,6 +8,9 @@ public typealias Durability = StrataStorage.Durability
 /// Tuning of the storage engine under a store.
 public typealias EngineOptions = StrataStorage.EngineOptions
 
+/// A flush or compaction of the engine under a store (``EngineOptions/eventListener``).
+public typealias EngineEvent = StrataStorage.EngineEvent
+
 /// How a ``Store`` opens.
 ///
 /// ```swift

@@ -133,6 +133,17 @@ extension Engine {
     }
 
     func runCompactionJob(_ job: CompactionJob, version: Version, meter: inout CompactionMeter) throws {
+        options.eventListener?(.compactionBegan(level: job.level, outputLevel: job.outputLevel))
+        do {
+            try mergeCompactionJob(job, version: version, meter: &meter)
+            options.eventListener?(.compactionEnded(succeeded: true))
+        } catch {
+            options.eventListener?(.compactionEnded(succeeded: false))
+            throw error
+        }
+    }
+
+    private func mergeCompactionJob(_ job: CompactionJob, version: Version, meter: inout CompactionMeter) throws {
         let start = monotonicSeconds()
         if job.isTrivialMove {
             // Nothing to merge: the segments change level in the manifest, bytes stay put.

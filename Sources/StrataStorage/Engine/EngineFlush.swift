@@ -47,6 +47,7 @@ extension Engine {
         }
         let logNumber = immutableLogNumber
         commitLock.unlock()
+        options.eventListener?(.flushBegan)
 
         var written: [String] = []
         var result: StorageError?
@@ -74,6 +75,7 @@ extension Engine {
         // Before `flushRunning` drops: `close()` waits for it, so no file operation of this
         // engine runs after close returns (another process may own the directory by then).
         if result == nil { removeObsoleteWals(before: logNumber) }
+        options.eventListener?(.flushEnded(succeeded: result == nil))
         commitLock.lock()
         if let result {
             backgroundError = result

@@ -46,6 +46,13 @@ public struct EngineOptions: Sendable {
     public var readOnly = false
     /// Key spaces to create at open if they do not exist yet (besides "default").
     public var keySpaces: [String] = []
+    /// Called on the engine's background threads when a flush or compaction begins and ends.
+    /// Keep it short: the work waits for it.
+    ///
+    /// ```swift
+    /// options.eventListener = { event in if case .flushBegan = event { print("flushing") } }
+    /// ```
+    public var eventListener: (@Sendable (EngineEvent) -> Void)?
 
     public init() {}
 

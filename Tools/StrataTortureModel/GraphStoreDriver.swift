@@ -1,0 +1,130 @@
+import Strata
+import StrataStorage
+
+/// Runs the workload's operations on a real store, and compares a store with a model.
+public enum GraphStoreDriver {
+    /// Opens a store for the workload (small memtable, so that flushes and compactions happen
+    /// every few hundred transactions).
+    public static func open(_ directory: String, durability: Durability = .none,
+                            listener: (@Sendable (EngineEvent) -> Void)? = nil) throws -> Store {
+        var options = StoreOptions()
+        options.durability = durability
+        options.engine.memtableBytes = 64 << 10
+        options.engine.targetSegmentBytes = 64 << 10
+        options.engine.eventListener = listener
+        return try Store(directoryPath: directory, options: options)
+    }
+
+    /// The number of the last committed transaction (0 for a fresh store).
+    public static func lastTransaction(_ store: Store) throws -> Int64 {
+        try store.box(for: TLedger.self).get(1)?.last ?? 0
+    }
+
+    /// Runs transaction `number` atomically on `store`, then on `model`.
+    public static func runTransaction(_ number: Int64, seed: UInt64, store: Store, model: inout GraphModel) throws {
+        let ops = model.operations(transaction: number, seed: seed)
+        try store.runInTransaction {
+            for op in ops { try apply(op, to: store) }
+            let ledgers = store.box(for: TLedger.self)
+            let ledger = try ledgers.get(1) ?? TLedger()
+            ledger.last = number
+            try ledgers.put(ledger)
+        }
+        for op in ops { model.apply(op) }
+        model.last = number
+    }
+
+    /// One operation through the public object API.
+    public static func apply(_ op: GraphOperation, to store: Store) throws {
+        let customers = store.box(for: TCustomer.self), orders = store.box(for: TOrder.self)
+        let students = store.box(for: TStudent.self), teachers = store.box(for: TTeacher.self)
+        switch op {
+        case let .newCustomer(name):
+            let c = TCustomer()
+            c.name = name
+            try customers.put(c)
+        case let .newOrder(seq, customer):
+            let o = TOrder()
+            o.seq = seq
+            if let customer { o.customer.target = try customers.get(customer) }
+            try orders.put(o)
+        case let .newOrderWithNewCustomer(seq, name):
+            let o = TOrder(), c = TCustomer()
+            o.seq = seq
+            c.name = name
+            o.customer.target = c
+            try orders.put(o)
+        case let .setCustomer(order, customer):
+            guard let o = try orders.get(order) else { throw DriverError.missing("TOrder \(order)") }
+            o.customer.target = try customer.flatMap { try customers.get($0) }
+            try orders.put(o)
+        case let .removeOrder(id):
+            try orders.remove(id)
+        case let .removeCustomer(id):
+            try customers.remove(id)
+        case let .newTeacher(name):
+            let t = TTeacher()
+            t.name = name
+            try teachers.put(t)
+        case let .newStudent(name, list):
+            let s = TStudent()
+            s.name = name
+            for id in list {
+                guard let t = try teachers.get(id) else { throw DriverError.missing("TTeacher \(id)") }
+                s.teachers.append(t)
+            }
+            try students.put(s)
+        case let .addTeacher(student, teacher):
+            guard let s = try students.get(student), let t = try teachers.get(teacher) else {
+                throw DriverError.missing("TStudent \(student) or TTeacher \(teacher)")
+            }
+            s.teachers.append(t)
+            try s.teachers.applyToDb()
+        case let .dropFirstTeacher(student):
+            guard let s = try students.get(student) else { throw DriverError.missing("TStudent \(student)") }
+            if !s.teachers.isEmpty {
+                s.teachers.remove(at: 0)
+                try s.teachers.applyToDb()
+            }
+        case let .removeTeacher(id):
+            try teachers.remove(id)
+        }
+    }
+
+    /// Every difference between the store and the model, both directions of every relation
+    /// included; empty when they agree.
+    public static func differences(_ store: Store, _ model: GraphModel) throws -> [String] {
+        try store.runInReadOnlyTransaction {
+            var out: [String] = []
+            let last = try lastTransaction(store)
+            if last != model.last { out.append("ledger says \(last), model \(model.last)") }
+            let customers = try store.box(for: TCustomer.self).all()
+            let storedCustomers = Dictionary(uniqueKeysWithValues: customers.map { ($0.id, $0.name) })
+            if storedCustomers != model.customers { out.append("customers differ: store \(storedCustomers.count), model \(model.customers.count)") }
+            let orders = try store.box(for: TOrder.self).all()
+            let storedOrders = Dictionary(uniqueKeysWithValues: orders.map { ($0.id, GraphModel.Order(seq: $0.seq, customer: $0.customer.targetId)) })
+            if storedOrders != model.orders {
+                let wrong = Set(storedOrders.keys).union(model.orders.keys).filter { storedOrders[$0] != model.orders[$0] }.sorted().prefix(5)
+                out.append("orders differ at \(Array(wrong)): store \(wrong.map { storedOrders[$0].map { "\($0)" } ?? "none" }), model \(wrong.map { model.orders[$0].map { "\($0)" } ?? "none" })")
+            }
+            for c in customers {
+                let expected = model.orders.filter { $0.value.customer == c.id }.map(\.key).sorted()
+                let backlink = c.orders.map(\.id).sorted()
+                if backlink != expected { out.append("TCustomer \(c.id).orders is \(backlink), expected \(expected)") }
+            }
+            let students = try store.box(for: TStudent.self).all()
+            let storedStudents = Dictionary(uniqueKeysWithValues: students.map { ($0.id, GraphModel.Student(name: $0.name, teachers: $0.teachers.map(\.id))) })
+            if storedStudents != model.students { out.append("students differ") }
+            let teachers = try store.box(for: TTeacher.self).all()
+            if Dictionary(uniqueKeysWithValues: teachers.map { ($0.id, $0.name) }) != model.teachers { out.append("teachers differ") }
+            for t in teachers {
+                let expected = model.students.filter { $0.value.teachers.contains(t.id) }.map(\.key).sorted()
+                let backlink = t.students.map(\.id).sorted()
+                if backlink != expected { out.append("TTeacher \(t.id).students is \(backlink), expected \(expected)") }
+            }
+            return out
+        }
+    }
+
+    public enum DriverError: Error { case missing(String) }
+}

@@ -1,0 +1,40 @@
+import Strata
+
+// The graph the crash and model tests drive: ObjectBox's customers and orders (a ToOne with its
+// backlink), students and teachers (a ToMany with its backlink), and a ledger object that
+// records the number of the last committed transaction.
+
+@Entity
+public final class TCustomer {
+    public var id: Id = 0
+    public var name = ""
+    @Backlink(\TOrder.customer) public var orders: ToMany<TOrder> = nil
+}
+
+@Entity
+public final class TOrder {
+    public var id: Id = 0
+    @Index public var seq: Int64 = 0
+    public var customer: ToOne<TCustomer> = nil
+}
+
+@Entity
+public final class TStudent {
+    public var id: Id = 0
+    public var name = ""
+    public var teachers: ToMany<TTeacher> = nil
+}
+
+@Entity
+public final class TTeacher {
+    public var id: Id = 0
+    public var name = ""
+    @Backlink(\TStudent.teachers) public var students: ToMany<TStudent> = nil
+}
+
+@Entity
+public final class TLedger {
+    public var id: Id = 0
+    /// The number of the last committed workload transaction.
+    public var last: Int64 = 0
+}
