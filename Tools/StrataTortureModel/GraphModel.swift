@@ -19,6 +19,9 @@ public struct GraphModel: Equatable, Sendable {
     public var orders: [Id: Order] = [:]
     public var students: [Id: Student] = [:]
     public var teachers: [Id: String] = [:]
+    /// The backlinks, kept alongside: customer → its orders, teacher → its students.
+    public private(set) var ordersOfCustomer: [Id: Set<Id>] = [:]
+    public private(set) var studentsOfTeacher: [Id: Set<Id>] = [:]
     /// Number of the last applied transaction.
     public var last: Int64 = 0
     var nextCustomer: Id = 1
@@ -27,6 +30,26 @@ public struct GraphModel: Equatable, Sendable {
     var nextTeacher: Id = 1
 
     public init() {}
+}
+
+/// The objects one operation changed, or whose backlinks it changed.
+public struct TouchedObjects: Sendable {
+    public var customers = Set<Id>()
+    public var orders = Set<Id>()
+    public var students = Set<Id>()
+    public var teachers = Set<Id>()
+    /// Operations applied.
+    public var operations = 0
+
+    public init() {}
+
+    public mutating func formUnion(_ other: TouchedObjects) {
+        customers.formUnion(other.customers)
+        orders.formUnion(other.orders)
+        students.formUnion(other.students)
+        teachers.formUnion(other.teachers)
+        operations += other.operations
+    }
 }
 
 /// One step of the workload.
@@ -51,110 +74,153 @@ public enum GraphOperation: Equatable, Sendable {
 }
 
 extension GraphModel {
-    /// The operations of transaction `number` of the workload seeded `seed`, chosen from the
-    /// model's current state (which existing objects to touch), so that a replay of the same
-    /// numbers on a fresh model yields the same operations.
-    public func operations(transaction number: Int64, seed: UInt64) -> [GraphOperation] {
+    /// Chooses the operations of transaction `number` of the workload seeded `seed` from the
+    /// model's current state (which existing objects to touch) and applies them: a replay of the
+    /// same numbers on a fresh model yields the same operations. Returns them with what they
+    /// touched.
+    public mutating func nextTransaction(_ number: Int64, seed: UInt64) -> (operations: [GraphOperation], touched: TouchedObjects) {
         var rng = SplitMix64(state: seed &+ UInt64(number) &* 0x9E37_79B9_7F4A_7C15)
-        var scratch = self
         var ops: [GraphOperation] = []
+        var touched = TouchedObjects()
         for _ in 0..<(1 + rng.below(3)) {
-            let op = scratch.randomOperation(number: number, rng: &rng)
-            scratch.apply(op)
+            let op = randomOperation(number: number, rng: &rng)
+            touched.formUnion(apply(op))
+            touched.operations += 1
             ops.append(op)
         }
-        return ops
+        last = number
+        return (ops, touched)
     }
 
-    private func pick(_ ids: Dictionary<Id, some Any>.Keys, _ rng: inout SplitMix64) -> Id? {
-        guard !ids.isEmpty else { return nil }
-        let sorted = ids.sorted()
-        return sorted[rng.below(sorted.count)]
+    /// A live id of `objects` (ids run 1..<next), or nil: a random start, then the next live id,
+    /// so that a pick costs no sort of every key.
+    private func pick(_ objects: [Id: some Any], next: Id, _ rng: inout SplitMix64) -> Id? {
+        guard !objects.isEmpty, next > 1 else { return nil }
+        var id = 1 + Id(rng.below(Int(next - 1)))
+        while objects[id] == nil { id = id + 1 < next ? id + 1 : 1 }
+        return id
     }
 
     private func randomOperation(number: Int64, rng: inout SplitMix64) -> GraphOperation {
         let roll = rng.below(100)
         switch roll {
         case 0..<10: return .newCustomer(name: "customer-\(number)")
-        case 10..<35: return .newOrder(seq: number, customer: rng.below(5) == 0 ? nil : pick(customers.keys, &rng))
+        case 10..<35: return .newOrder(seq: number, customer: rng.below(5) == 0 ? nil : pick(customers, next: nextCustomer, &rng))
         case 35..<42: return .newOrderWithNewCustomer(seq: number, name: "new-\(number)")
         case 42..<52:
-            guard let o = pick(orders.keys, &rng) else { return .newCustomer(name: "customer-\(number)") }
-            return .setCustomer(order: o, customer: rng.below(4) == 0 ? nil : pick(customers.keys, &rng))
+            guard let o = pick(orders, next: nextOrder, &rng) else { return .newCustomer(name: "customer-\(number)") }
+            return .setCustomer(order: o, customer: rng.below(4) == 0 ? nil : pick(customers, next: nextCustomer, &rng))
         case 52..<60:
-            guard let o = pick(orders.keys, &rng) else { return .newTeacher(name: "teacher-\(number)") }
+            guard let o = pick(orders, next: nextOrder, &rng) else { return .newTeacher(name: "teacher-\(number)") }
             return .removeOrder(o)
         case 60..<64:
-            guard let c = pick(customers.keys, &rng) else { return .newTeacher(name: "teacher-\(number)") }
+            guard let c = pick(customers, next: nextCustomer, &rng) else { return .newTeacher(name: "teacher-\(number)") }
             return .removeCustomer(c)
         case 64..<70: return .newTeacher(name: "teacher-\(number)")
         case 70..<80:
             var chosen: [Id] = []
-            for _ in 0..<rng.below(3) { if let t = pick(teachers.keys, &rng), !chosen.contains(t) { chosen.append(t) } }
+            for _ in 0..<rng.below(3) { if let t = pick(teachers, next: nextTeacher, &rng), !chosen.contains(t) { chosen.append(t) } }
             return .newStudent(name: "student-\(number)", teachers: chosen)
         case 80..<90:
-            guard let s = pick(students.keys, &rng), let t = pick(teachers.keys, &rng) else { return .newTeacher(name: "teacher-\(number)") }
+            guard let s = pick(students, next: nextStudent, &rng), let t = pick(teachers, next: nextTeacher, &rng) else { return .newTeacher(name: "teacher-\(number)") }
             return students[s]!.teachers.contains(t) ? .dropFirstTeacher(student: s) : .addTeacher(student: s, teacher: t)
         case 90..<95:
-            guard let s = pick(students.keys, &rng) else { return .newCustomer(name: "customer-\(number)") }
+            guard let s = pick(students, next: nextStudent, &rng) else { return .newCustomer(name: "customer-\(number)") }
             return .dropFirstTeacher(student: s)
         default:
-            guard let t = pick(teachers.keys, &rng) else { return .newTeacher(name: "teacher-\(number)") }
+            guard let t = pick(teachers, next: nextTeacher, &rng) else { return .newTeacher(name: "teacher-\(number)") }
             return .removeTeacher(t)
         }
     }
 
-    /// Applies one operation with the store's semantics.
-    public mutating func apply(_ op: GraphOperation) {
+    private mutating func setOrder(_ id: Id, _ order: Order?, _ touched: inout TouchedObjects) {
+        if let old = orders[id]?.customer {
+            ordersOfCustomer[old]?.remove(id)
+            touched.customers.insert(old)
+        }
+        orders[id] = order
+        if let new = order?.customer {
+            ordersOfCustomer[new, default: []].insert(id)
+            touched.customers.insert(new)
+        }
+        touched.orders.insert(id)
+    }
+
+    private mutating func setStudent(_ id: Id, _ student: Student?, _ touched: inout TouchedObjects) {
+        for t in students[id]?.teachers ?? [] {
+            studentsOfTeacher[t]?.remove(id)
+            touched.teachers.insert(t)
+        }
+        students[id] = student
+        for t in student?.teachers ?? [] {
+            studentsOfTeacher[t, default: []].insert(id)
+            touched.teachers.insert(t)
+        }
+        touched.students.insert(id)
+    }
+
+    /// Applies one operation with the store's semantics; returns what it touched.
+    @discardableResult
+    public mutating func apply(_ op: GraphOperation) -> TouchedObjects {
+        var touched = TouchedObjects()
         switch op {
         case let .newCustomer(name):
             customers[nextCustomer] = name
+            touched.customers.insert(nextCustomer)
             nextCustomer += 1
         case let .newOrder(seq, customer):
-            orders[nextOrder] = Order(seq: seq, customer: customer)
+            setOrder(nextOrder, Order(seq: seq, customer: customer), &touched)
             nextOrder += 1
         case let .newOrderWithNewCustomer(seq, name):
             // The put assigns the order's id first, then puts the new target.
             let customer = nextCustomer
             customers[customer] = name
             nextCustomer += 1
-            orders[nextOrder] = Order(seq: seq, customer: customer)
+            setOrder(nextOrder, Order(seq: seq, customer: customer), &touched)
             nextOrder += 1
         case let .setCustomer(order, customer):
-            orders[order]?.customer = customer
+            if let o = orders[order] { setOrder(order, Order(seq: o.seq, customer: customer), &touched) }
         case let .removeOrder(id):
-            orders[id] = nil
+            setOrder(id, nil, &touched)
         case let .removeCustomer(id):
+            for o in ordersOfCustomer[id] ?? [] { setOrder(o, Order(seq: orders[o]!.seq, customer: nil), &touched) }
             customers[id] = nil
-            for (o, order) in orders where order.customer == id { orders[o]?.customer = nil }
+            ordersOfCustomer[id] = nil
+            touched.customers.insert(id)
         case let .newTeacher(name):
             teachers[nextTeacher] = name
+            touched.teachers.insert(nextTeacher)
             nextTeacher += 1
         case let .newStudent(name, list):
-            students[nextStudent] = Student(name: name, teachers: list)
+            setStudent(nextStudent, Student(name: name, teachers: list), &touched)
             nextStudent += 1
         case let .addTeacher(student, teacher):
-            students[student]?.teachers.append(teacher)
-        case let .dropFirstTeacher(student):
-            if students[student]?.teachers.isEmpty == false { students[student]?.teachers.removeFirst() }
-        case let .removeTeacher(id):
-            teachers[id] = nil
-            for (s, student) in students where student.teachers.contains(id) {
-                students[s]?.teachers.removeAll { $0 == id }
+            if var s = students[student] {
+                s.teachers.append(teacher)
+                setStudent(student, s, &touched)
             }
+        case let .dropFirstTeacher(student):
+            if var s = students[student], !s.teachers.isEmpty {
+                s.teachers.removeFirst()
+                setStudent(student, s, &touched)
+            }
+        case let .removeTeacher(id):
+            for s in studentsOfTeacher[id] ?? [] {
+                var student = students[s]!
+                student.teachers.removeAll { $0 == id }
+                setStudent(s, student, &touched)
+            }
+            teachers[id] = nil
+            studentsOfTeacher[id] = nil
+            touched.teachers.insert(id)
         }
-    }
-
-    /// Applies transaction `number` and records it as the last.
-    public mutating func applyTransaction(_ number: Int64, seed: UInt64) {
-        for op in operations(transaction: number, seed: seed) { apply(op) }
-        last = number
+        return touched
     }
 
     /// The model after transactions 1...count of the workload seeded `seed`.
     public static func replayed(_ count: Int64, seed: UInt64) -> GraphModel {
         var model = GraphModel()
-        if count > 0 { for n in 1...count { model.applyTransaction(n, seed: seed) } }
+        if count > 0 { for n in 1...count { _ = model.nextTransaction(n, seed: seed) } }
         return model
     }
 }

@@ -20,9 +20,11 @@ public enum GraphStoreDriver {
         try store.box(for: TLedger.self).get(1)?.last ?? 0
     }
 
-    /// Runs transaction `number` atomically on `store`, then on `model`.
-    public static func runTransaction(_ number: Int64, seed: UInt64, store: Store, model: inout GraphModel) throws {
-        let ops = model.operations(transaction: number, seed: seed)
+    /// Runs transaction `number` on `model` and atomically on `store`; returns what it touched.
+    /// When the store's transaction fails, the model is ahead of the store: stop there.
+    @discardableResult
+    public static func runTransaction(_ number: Int64, seed: UInt64, store: Store, model: inout GraphModel) throws -> TouchedObjects {
+        let (ops, touched) = model.nextTransaction(number, seed: seed)
         try store.runInTransaction {
             for op in ops { try apply(op, to: store) }
             let ledgers = store.box(for: TLedger.self)
@@ -30,8 +32,7 @@ public enum GraphStoreDriver {
             ledger.last = number
             try ledgers.put(ledger)
         }
-        for op in ops { model.apply(op) }
-        model.last = number
+        return touched
     }
 
     /// One operation through the public object API.
@@ -108,7 +109,7 @@ public enum GraphStoreDriver {
                 out.append("orders differ at \(Array(wrong)): store \(wrong.map { storedOrders[$0].map { "\($0)" } ?? "none" }), model \(wrong.map { model.orders[$0].map { "\($0)" } ?? "none" })")
             }
             for c in customers {
-                let expected = model.orders.filter { $0.value.customer == c.id }.map(\.key).sorted()
+                let expected = (model.ordersOfCustomer[c.id] ?? []).sorted()
                 let backlink = c.orders.map(\.id).sorted()
                 if backlink != expected { out.append("TCustomer \(c.id).orders is \(backlink), expected \(expected)") }
             }
@@ -118,12 +119,43 @@ public enum GraphStoreDriver {
             let teachers = try store.box(for: TTeacher.self).all()
             if Dictionary(uniqueKeysWithValues: teachers.map { ($0.id, $0.name) }) != model.teachers { out.append("teachers differ") }
             for t in teachers {
-                let expected = model.students.filter { $0.value.teachers.contains(t.id) }.map(\.key).sorted()
+                let expected = (model.studentsOfTeacher[t.id] ?? []).sorted()
                 let backlink = t.students.map(\.id).sorted()
                 if backlink != expected { out.append("TTeacher \(t.id).students is \(backlink), expected \(expected)") }
             }
             return out
         }
+    }
+
+    /// The differences in the objects an operation touched: each one read back by id, with its
+    /// relations in both directions.
+    public static func differences(_ store: Store, _ model: GraphModel, touched: TouchedObjects) throws -> [String] {
+        var out: [String] = []
+        let customers = store.box(for: TCustomer.self), orders = store.box(for: TOrder.self)
+        let students = store.box(for: TStudent.self), teachers = store.box(for: TTeacher.self)
+        for id in touched.customers {
+            let c = try customers.get(id)
+            if c?.name != model.customers[id] { out.append("TCustomer \(id) is \(c?.name ?? "absent"), expected \(model.customers[id] ?? "absent")") }
+            if let c, c.orders.map(\.id).sorted() != (model.ordersOfCustomer[id] ?? []).sorted() {
+                out.append("TCustomer \(id).orders is \(c.orders.map(\.id).sorted()), expected \((model.ordersOfCustomer[id] ?? []).sorted())")
+            }
+        }
+        for id in touched.orders {
+            let o = try orders.get(id).map { GraphModel.Order(seq: $0.seq, customer: $0.customer.targetId) }
+            if o != model.orders[id] { out.append("TOrder \(id) is \(o.map { "\($0)" } ?? "absent"), expected \(model.orders[id].map { "\($0)" } ?? "absent")") }
+        }
+        for id in touched.students {
+            let s = try students.get(id).map { GraphModel.Student(name: $0.name, teachers: $0.teachers.map(\.id)) }
+            if s != model.students[id] { out.append("TStudent \(id) is \(s.map { "\($0)" } ?? "absent"), expected \(model.students[id].map { "\($0)" } ?? "absent")") }
+        }
+        for id in touched.teachers {
+            let t = try teachers.get(id)
+            if t?.name != model.teachers[id] { out.append("TTeacher \(id) is \(t?.name ?? "absent"), expected \(model.teachers[id] ?? "absent")") }
+            if let t, t.students.map(\.id).sorted() != (model.studentsOfTeacher[id] ?? []).sorted() {
+                out.append("TTeacher \(id).students is \(t.students.map(\.id).sorted()), expected \((model.studentsOfTeacher[id] ?? []).sorted())")
+            }
+        }
+        return out
     }
 
     public enum DriverError: Error { case missing(String) }
