@@ -63,7 +63,11 @@ enum Recovery {
                 throw StorageError.corruption(file: path, offset: 0, reason: "live segment file is missing")
             }
             let reader = try SegmentReader.open(fileSystem: fs, path: path, fileNumber: meta.fileNumber, cache: cache, stats: stats)
-            guard reader.fileSize == meta.fileSize, reader.properties.keySpaceId == meta.keySpaceId else {
+            // Size, key space and key range together: a segment file swapped for another one
+            // (a restored backup, a copy gone wrong) is refused instead of answering for it.
+            guard reader.fileSize == meta.fileSize, reader.properties.keySpaceId == meta.keySpaceId,
+                  reader.properties.smallestKey == meta.smallest, reader.properties.largestKey == meta.largest,
+                  reader.properties.entryCount == meta.entryCount else {
                 throw StorageError.corruption(file: path, offset: 0, reason: "segment does not match its manifest record")
             }
             return reader
@@ -80,6 +84,14 @@ enum Recovery {
             versions = VersionSet.create(fileSystem: fs, directory: directory, stats: stats, openReader: openReader)
         } else {
             versions = try VersionSet.recover(fileSystem: fs, directory: directory, stats: stats, openReader: openReader)
+        }
+
+        // The WAL the manifest's log number names is deleted only after a later edit raises the
+        // log number. Missing, it means that later edits were lost (a damaged or truncated
+        // manifest read as a torn tail): refuse instead of opening an older state.
+        if !isNew, versions.logNumber > 0, !fs.fileExists(joinPath(directory, walName(versions.logNumber))) {
+            throw StorageError.corruption(file: joinPath(directory, VersionSet.manifestName(versions.manifestNumber)), offset: 0,
+                                          reason: "the log number names \(walName(versions.logNumber)), which does not exist: later manifest records are lost")
         }
 
         // Never reuse a number that a file on disk already has.

@@ -109,6 +109,11 @@ final class VersionSet: @unchecked Sendable {
         guard Checksum.mask(line.withUnsafeBytes { Checksum.crc32c($0) }) == crc else {
             throw StorageError.corruption(file: path, offset: 0, reason: "CURRENT checksum mismatch")
         }
+        // Byte for byte what this build writes: a change that parses the same (an upper-case
+        // hex digit) is still damage.
+        guard bytes == currentContents(manifestNumber: number) else {
+            throw StorageError.corruption(file: path, offset: 0, reason: "CURRENT is not in its canonical form")
+        }
         return number
     }
 

@@ -110,6 +110,10 @@ struct StorageVerifier {
                 break
             }
         }
+        if manifest.logNumber > 0, !fs.fileExists(joinPath(directory, Recovery.walName(manifest.logNumber))) {
+            report.problems.append(StorageProblem(file: joinPath(directory, VersionSet.manifestName(manifestNumber)), offset: 0,
+                                                  reason: "the log number names \(Recovery.walName(manifest.logNumber)), which does not exist: later manifest records are lost"))
+        }
         var lastSequence = manifest.lastSequence
         for n in wals.sorted() {
             lastSequence = verifyLog(joinPath(directory, Recovery.walName(n)), keySpaces: manifest.keySpaces, after: lastSequence)
