@@ -201,8 +201,14 @@ extension Engine {
     }
 
     /// Switches to a new, empty WAL file (its directory entry synced, so later syncs of it are
-    /// durable). REQUIRES: `commitLock` held.
+    /// durable). The old WAL is synced first: otherwise a durable write to the new WAL could
+    /// survive a power cut that takes non-durable writes logged before it, a hole in the
+    /// history (found by the power-cut test, RELIABILITY.md §2). REQUIRES: `commitLock` held.
     private func startNewWal() throws {
+        if let wal {
+            try wal.sync()
+            stats.walSyncs.add(1, ordering: .relaxed)
+        }
         let number = manifestLock.withLock { versions.newFileNumber() }
         let path = joinPath(directory, Recovery.walName(number))
         let file = try fileSystem.openWritable(path, truncate: true)

@@ -72,14 +72,28 @@ enum Recovery {
             }
             return reader
         }
-        let names = try fs.listDirectory(directory)
+        var names = try fs.listDirectory(directory)
         let isNew = !fs.fileExists(joinPath(directory, FormatConstants.currentFileName))
         let versions: VersionSet
         if isNew {
             guard options.createIfMissing else { throw StorageError.notAStore(path: directory) }
-            if names.contains(where: { if case .manifest = parseFileName($0) { return true } else { return false } }) {
-                throw StorageError.corruption(file: joinPath(directory, FormatConstants.currentFileName), offset: 0,
-                                              reason: "CURRENT is missing but manifests exist")
+            let kinds = names.compactMap(parseFileName)
+            if kinds.contains(where: { if case .manifest = $0 { return true } else { return false } }) {
+                // A creation cut short before CURRENT was written leaves a manifest and no WAL or
+                // segment (the first WAL is made after CURRENT): nothing was ever acknowledged,
+                // so start over. With a WAL or a segment present, CURRENT was lost: damage.
+                let hasData = kinds.contains { if case .wal = $0 { return true }; if case .segment = $0 { return true }; return false }
+                guard !hasData, !options.readOnly else {
+                    throw StorageError.corruption(file: joinPath(directory, FormatConstants.currentFileName), offset: 0,
+                                                  reason: "CURRENT is missing but manifests exist")
+                }
+                for name in names {
+                    switch parseFileName(name) {
+                    case .manifest?, .temp?: try fs.removeFile(joinPath(directory, name))
+                    default: break
+                    }
+                }
+                names = try fs.listDirectory(directory)
             }
             versions = VersionSet.create(fileSystem: fs, directory: directory, stats: stats, openReader: openReader)
         } else {
@@ -128,11 +142,12 @@ enum Recovery {
         let walNumber = versions.newFileNumber()
         let walPath = joinPath(directory, walName(walNumber))
         let wal = LogWriter(file: try fs.openWritable(walPath, truncate: true), path: walPath)
+        // The new WAL's directory entry is durable before any manifest record names it.
+        try fs.syncDirectory(directory)
         if memtables.values.allSatisfy(\.isEmpty) {
             // No older WAL holds unflushed data: the new one is where the log starts.
             try versions.setLogNumber(walNumber)
         }
-        try fs.syncDirectory(directory)
 
         removeObsoleteFiles(directory: directory, fs: fs, versions: versions, keepWal: walNumber)
         return Result(lock: lock, versions: versions, memtables: memtables, lastSequence: lastSequence,

@@ -22,6 +22,9 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
         case keepRandomPrefixOfUnsynced(seed: UInt64)
         /// Power cut where the unsynced tail of each file is replaced by garbage of its length.
         case garbageUnsyncedTail(seed: UInt64)
+        /// Power cut where file contents survive whole but files whose directory entry was never
+        /// synced (and renames not followed by a directory sync) vanish.
+        case dropUnsyncedDirectoryEntries
     }
 
     /// Which operations a fault may hit.
@@ -38,14 +41,18 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
         public var tornBytes: Int
         /// When false the fault fires once; when true every later matching operation fails too.
         public var sticky: Bool
+        /// When true, once the fault fires every later operation of any kind fails: the
+        /// "machine" stopped there (crash-point tests then call ``simulateCrash(_:)``).
+        public var haltsEverything: Bool
 
         public init(afterOperations: Int, operations: Set<Operation> = Set(Operation.allCases),
-                    error: StorageError, tornBytes: Int = 0, sticky: Bool = false) {
+                    error: StorageError, tornBytes: Int = 0, sticky: Bool = false, haltsEverything: Bool = false) {
             self.afterOperations = afterOperations
             self.operations = operations
             self.error = error
             self.tornBytes = tornBytes
             self.sticky = sticky
+            self.haltsEverything = haltsEverything
         }
     }
 
@@ -106,6 +113,8 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
                     break
                 case .dropUnsynced:
                     f.bytes = synced
+                case .dropUnsyncedDirectoryEntries:
+                    break
                 case .keepRandomPrefixOfUnsynced:
                     if isAppendOnly {
                         let extra = f.bytes.count - synced.count
@@ -153,7 +162,11 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
         s.operationCount += 1
         guard let fault = s.fault, fault.operations.contains(op) else { return }
         if s.faultCounter >= fault.afterOperations {
-            if !fault.sticky { s.fault = nil }
+            if fault.haltsEverything {
+                s.fault = Fault(afterOperations: 0, operations: Set(Operation.allCases), error: fault.error, sticky: true)
+            } else if !fault.sticky {
+                s.fault = nil
+            }
             throw fault.error
         }
         s.faultCounter += 1
