@@ -150,6 +150,7 @@ final class VersionSet: @unchecked Sendable {
         edit.addedSegments = current.allSegments.map(\.meta)
         let file = try fileSystem.openWritable(path, truncate: true)
         let writer = LogWriter(file: file, path: path)
+        var renamed = false
         do {
             let payload = edit.encode()
             try payload.withUnsafeBytes { try writer.addRecord($0) }
@@ -162,10 +163,19 @@ final class VersionSet: @unchecked Sendable {
             try tmp.sync()
             try tmp.close()
             try fileSystem.rename(tmpPath, to: currentPath)
+            renamed = true
             try fileSystem.syncDirectory(directory)
         } catch {
-            try? writer.close()
-            try? fileSystem.removeFile(path)
+            if renamed {
+                // CURRENT already names the new manifest (durably or not): it must stay. Found
+                // by the I/O error test: removing it here left CURRENT naming nothing.
+                try? manifest?.close()
+                manifest = writer
+                manifestNumber = number
+            } else {
+                try? writer.close()
+                try? fileSystem.removeFile(path)
+            }
             throw error
         }
         try? manifest?.close()

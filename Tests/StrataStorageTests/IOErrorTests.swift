@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+@testable import StrataStorage
+
+/// RELIABILITY.md §5: the N-th file operation (open, write, sync, rename, remove, directory sync)
+/// fails with EIO or ENOSPC, for every N until the workload runs through without reaching it, as
+/// SQLite's I/O error tests do. The failed call throws a typed error; the workload then retries
+/// (reopening the store after a second failure); at the end the store holds exactly the
+/// acknowledged batches: nothing acknowledged lost, nothing that failed applied.
+@Suite struct IOErrorTests {
+    static let batches = 90
+
+    static func options(_ fs: InMemoryFileSystem) -> EngineOptions {
+        .testing(fs, memtableBytes: 2 << 10, blockBytes: 256, targetSegmentBytes: 64 << 10)
+    }
+
+    struct Run {
+        var acknowledged: [Int: Int] = [:]   // batch → the attempt's value
+        var failures = 0
+        var gaveUp: String?
+    }
+
+    /// Writes the batches, each retried until it is acknowledged; flushes, a compaction and a
+    /// reopen along the way.
+    static func workload(_ fs: InMemoryFileSystem) -> Run {
+        var run = Run()
+        var engine: Engine?
+        var i = 0, attempts = 0, step = 0
+        while i < batches {
+            do {
+                if engine == nil { engine = try Engine.open(directory: "/db", options: options(fs)) }
+                let e = engine!
+                if step == 0 {
+                    var batch = WriteBatch()
+                    let k = bytes(String(format: "b-%04d", i))
+                    batch.put(k, bytes("value-\(i)-\(attempts)"), in: e.defaultKeySpace)
+                    batch.put(k, bytes("mirror-\(i)"), in: try e.keySpace(named: "mirror"))
+                    batch.put(bytes("counter"), bytes(String(i)), in: e.defaultKeySpace)
+                    try e.write(batch, durability: i % 3 == 2 ? .sync : Durability.none)
+                    run.acknowledged[i] = attempts
+                    step = 1
+                }
+                if i % 20 == 19 { try e.flush(); try e.waitForBackgroundWork() }
+                if i == 60 { try e.compact() }
+                if i == 45 {
+                    e.close()
+                    engine = nil
+                }
+                i += 1
+                attempts = 0
+                step = 0
+            } catch {
+                run.failures += 1
+                attempts += 1
+                if attempts > 4 {
+                    run.gaveUp = "batch \(i) still failing after \(attempts) attempts: \(error)"
+                    break
+                }
+                if attempts >= 2 {
+                    engine?.close()
+                    engine = nil
+                }
+            }
+        }
+        engine?.close()
+        return run
+    }
+
+    static func check(_ fs: InMemoryFileSystem, _ run: Run) -> String? {
+        if let gaveUp = run.gaveUp { return gaveUp }
+        do {
+            let e = try Engine.open(directory: "/db", options: options(fs))
+            defer { e.close() }
+            var stored: [Int: String] = [:]
+            for (k, v) in try e.scan(e.defaultKeySpace) where string(k).hasPrefix("b-") {
+                stored[Int(string(k).dropFirst(2))!] = string(v)
+            }
+            let expected = Dictionary(uniqueKeysWithValues: run.acknowledged.map { ($0.key, "value-\($0.key)-\($0.value)") })
+            guard stored == expected else {
+                let wrong = Set(stored.keys).symmetricDifference(expected.keys).sorted().prefix(5)
+                return "stored batches differ from the acknowledged ones at \(Array(wrong)) (\(stored.count) stored, \(expected.count) acknowledged)"
+            }
+            let mirror = try e.existingKeySpace(named: "mirror").map { try e.scan($0).count } ?? 0
+            guard mirror == stored.count else { return "mirror holds \(mirror), default \(stored.count)" }
+            guard try e.getString("counter", in: e.defaultKeySpace) == String(batches - 1) else { return "counter is not the last batch" }
+            return nil
+        } catch {
+            return "does not reopen: \(error)"
+        }
+    }
+
+    @Test func failingEveryOperationInTurnLosesNothingAcknowledgedAndAppliesNothingFailed() throws {
+        let clean = InMemoryFileSystem()
+        let cleanRun = Self.workload(clean)
+        #expect(cleanRun.failures == 0 && cleanRun.acknowledged.count == Self.batches)
+        let total = clean.operationCount
+        let stride = ProcessInfo.processInfo.environment["STRATA_IO_ERRORS_FULL"] == "1" ? 1 : 3
+        var tried = 0
+        var problems: [String] = []
+        for n in Swift.stride(from: 0, to: total, by: stride) {
+            for error: StorageError in [.io(operation: "injected", path: "/db", errno: 5), .diskFull(path: "/db")] {
+                let fs = InMemoryFileSystem()
+                fs.injectFault(.init(afterOperations: n, error: error, tornBytes: n % 5 == 0 ? 3 : 0))
+                let run = Self.workload(fs)
+                tried += 1
+                if let p = Self.check(fs, run) { problems.append("fault at operation \(n) (\(error)): \(p)") }
+            }
+        }
+        print("I/O errors: \(total) operations in the workload, \(tried) runs each failing one of them, \(problems.count) problems")
+        #expect(problems.isEmpty, "\(problems.prefix(10))")
+    }
+}
