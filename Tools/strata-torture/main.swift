@@ -13,6 +13,9 @@ import Darwin
 ///   strata-torture hold DIR     open the store, print "ready", keep it open until stdin closes
 ///   strata-torture write DIR N  write N durable batches, printing each sequence once it is acknowledged
 ///   strata-torture read DIR     open read-only and print "keys N" for the default key space
+///   strata-torture fill DIR BYTES wal|compaction   with a file-size limit of BYTES, write until
+///                                   the "disk" is full (the WAL first, or a compaction's output),
+///                                   printing "ack N" per acknowledged batch and "error …"
 ///   strata-torture graph DIR SEED   run the graph workload (the kill test's child), printing "ack N"
 ///   strata-torture kill-test DIR CYCLES [SEED]   run the kill test (RELIABILITY.md §1) and print figures
 func fail(_ message: String) -> Never {
@@ -34,6 +37,41 @@ if args[0] == "graph" {
         try KillTest.runChild(store: args[1], seed: UInt64(args.count > 2 ? args[2] : "") ?? 1)
     } catch {
         fail("\(error)")
+    }
+    exit(0)
+}
+if args[0] == "fill" {
+    // A real full disk for one process: writes past RLIMIT_FSIZE fail with EFBIG.
+    let limit = rlim_t(args.count > 2 ? args[2] : "") ?? (1 << 20)
+    var rl = rlimit(rlim_cur: limit, rlim_max: limit)
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &rl)
+    signal(SIGXFSZ, SIG_IGN)
+    let compactionMode = args.count > 3 && args[3] == "compaction"
+    var options = EngineOptions()
+    // "wal": the default 4 MiB memtable, so the WAL outgrows the limit first. "compaction":
+    // small memtables and random keys, so merged compaction outputs outgrow it.
+    options.memtableBytes = compactionMode ? 128 << 10 : 4 << 20
+    options.targetSegmentBytes = 8 << 20
+    do {
+        let engine = try Engine.open(directory: args[1], options: options)
+        let value = [UInt8](repeating: 0x61, count: 100)
+        var failures = 0
+        for i in 0..<200_000 {
+            var batch = WriteBatch()
+            let n = compactionMode ? (i &* 2_654_435_761) % 1_000_003 : i
+            batch.put(Array(String(format: "key-%08d", n).utf8), value, in: engine.defaultKeySpace)
+            do {
+                try engine.write(batch, durability: i % 10 == 9 ? .sync : Durability.none)
+                emit("ack \(n)")
+            } catch {
+                emit("error \(error)")
+                failures += 1
+                if failures >= 20 { break }
+            }
+        }
+        engine.close()
+    } catch {
+        emit("error \(error)")
     }
     exit(0)
 }

@@ -110,7 +110,9 @@ public struct PosixFileSystem: FileSystem {
 /// Maps an errno to the engine's typed errors.
 func posixError(_ operation: String, _ path: String, _ code: Int32 = errno) -> StorageError {
     switch code {
-    case ENOSPC, EDQUOT: .diskFull(path: path)
+    // EFBIG: the file-size limit (RLIMIT_FSIZE) is reached, a full disk as far as this
+    // process can tell (SIGXFSZ must be ignored for write to return it).
+    case ENOSPC, EDQUOT, EFBIG: .diskFull(path: path)
     case EROFS, EACCES, EPERM: .readOnly(path: path)
     default: .io(operation: operation, path: path, errno: code)
     }
