@@ -10,3 +10,11 @@ struct StrataMacrosPlugin: CompilerPlugin {
         DescriptorMacro.self,
     ]
 }
+
+#if FUZZING
+/// The fuzz build (Fuzz/, scripts/fuzz.sh) passes `-sanitize=fuzzer` to every target, and so
+/// links libFuzzer into this plugin too, which then needs the entry point. It is never called:
+/// the plugin keeps its own `main`.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func pluginFuzzEntryPoint(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 { 0 }
+#endif

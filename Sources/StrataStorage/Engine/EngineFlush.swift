@@ -5,7 +5,7 @@ extension Engine {
     public func flush() throws {
         try checkWritable()
         // Go through the commit queue so no leader is writing to the memtables meanwhile.
-        let w = PendingWrite(batch: WriteBatch(), durability: .none)
+        let w = PendingWrite(batch: WriteBatch(), durability: .none, isBarrier: true)
         commitLock.lock()
         defer { commitLock.unlock() }
         writers.append(w)

@@ -8,12 +8,17 @@ import Darwin
 final class PendingWrite {
     let batch: WriteBatch
     let durability: Durability
+    /// A place in the queue taken by `flush()` rather than a write: a leader never carries it
+    /// in its group (it would finish it and drop it from the queue while `flush()` still waits
+    /// to reach the front: a hang the soak test found).
+    let isBarrier: Bool
     var done = false
     var error: Error?
 
-    init(batch: WriteBatch, durability: Durability) {
+    init(batch: WriteBatch, durability: Durability, isBarrier: Bool = false) {
         self.batch = batch
         self.durability = durability
+        self.isBarrier = isBarrier
     }
 }
 
@@ -68,6 +73,7 @@ extension Engine {
         var groupBytes = w.batch.byteCount
         if w.durability != .sync {
             for other in writers.dropFirst() {
+                if other.isBarrier { break }
                 // A non-durable leader must not carry a durable follower (it would not sync).
                 if other.durability == .sync || (other.durability == .groupCommit && w.durability == .none) { break }
                 if groupBytes + other.batch.byteCount > Self.maxGroupBytes { break }

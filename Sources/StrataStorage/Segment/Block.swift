@@ -8,35 +8,37 @@ final class Block: @unchecked Sendable {
     let restartCount: Int
 
     /// Takes ownership of `storage`, whose first `contentsCount` bytes are the block.
-    /// Throws corruption when the restart array does not fit.
+    /// Throws corruption when the restart array does not fit; `storage` is freed then.
     init(taking storage: UnsafeMutableRawBufferPointer, contentsCount: Int, file: String, offset: UInt64,
          parseRestarts: Bool = true) throws {
-        self.storage = storage
-        contents = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(storage)[0..<contentsCount])
+        let contents = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(storage)[0..<contentsCount])
         guard parseRestarts else {
             // Raw payload (filter, properties): no entries to iterate.
+            self.storage = storage
+            self.contents = contents
             restartCount = 0
             restartsOffset = 0
             return
         }
-        guard contentsCount >= 4 else {
+        // Everything is checked before any property is set: a class whose init throws after
+        // full initialization runs its deinit, which would free `storage` a second time (found
+        // by the block fuzzer).
+        func fail(_ reason: String) -> StorageError {
             storage.deallocate()
-            throw StorageError.corruption(file: file, offset: offset, reason: "block too short")
+            return StorageError.corruption(file: file, offset: offset, reason: reason)
         }
+        guard contentsCount >= 4 else { throw fail("block too short") }
         let n = Int(loadFixed32(contents, contentsCount - 4))
-        guard n >= 1, n <= (contentsCount - 4) / 4 else {
-            storage.deallocate()
-            throw StorageError.corruption(file: file, offset: offset, reason: "bad restart count \(n)")
-        }
-        restartCount = n
-        restartsOffset = contentsCount - 4 - n * 4
+        guard n >= 1, n <= (contentsCount - 4) / 4 else { throw fail("bad restart count \(n)") }
+        let restarts = contentsCount - 4 - n * 4
         for i in 0..<n {
-            let r = Int(loadFixed32(contents, restartsOffset + i * 4))
-            if r >= restartsOffset && !(r == 0 && restartsOffset == 0) {
-                storage.deallocate()
-                throw StorageError.corruption(file: file, offset: offset, reason: "restart point out of range")
-            }
+            let r = Int(loadFixed32(contents, restarts + i * 4))
+            if r >= restarts && !(r == 0 && restarts == 0) { throw fail("restart point out of range") }
         }
+        self.storage = storage
+        self.contents = contents
+        restartCount = n
+        restartsOffset = restarts
     }
 
     deinit { storage.deallocate() }

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Fuzzes one decoder with libFuzzer and AddressSanitizer (RELIABILITY.md §6):
+#   scripts/fuzz.sh TARGET SECONDS            fuzz for a time
+#   scripts/fuzz.sh TARGET -runs=10000000     or any libFuzzer options
+# TARGET: wal, segment, block, footer, manifest, object, entityRecord. New inputs go to
+# Fuzz/work/TARGET (not committed); crashes to Fuzz/work/TARGET-crash-*. The committed seed
+# corpus, Tests/FuzzCorpus/TARGET, is read as well and replayed by the test suite.
+set -euo pipefail
+cd "$(dirname "$0")/../Fuzz"
+if [ $# -lt 1 ]; then echo "usage: scripts/fuzz.sh TARGET [SECONDS | libFuzzer options]" >&2; exit 2; fi
+target=$1; shift
+options=("$@")
+if [ ${#options[@]} -eq 1 ] && [[ ${options[0]} =~ ^[0-9]+$ ]]; then options=("-max_total_time=${options[0]}"); fi
+# The sanitizer flags reach every target; lld links where gold fails on the debug info.
+swift build --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING -Xswiftc -use-ld=lld >&2
+mkdir -p "work/$target" "../Tests/FuzzCorpus/$target"
+SWIFT_BACKTRACE=enable=no exec .build-fuzz/debug/strata-fuzz "$target" -max_len=65536 -print_final_stats=1 \
+    "-artifact_prefix=work/$target-" "${options[@]}" "work/$target" "../Tests/FuzzCorpus/$target"
