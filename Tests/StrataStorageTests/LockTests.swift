@@ -3,16 +3,7 @@ import Testing
 @testable import StrataStorage
 
 @Suite struct LockTests {
-    /// The helper executable SwiftPM builds next to the test bundle.
-    static var tortureBinary: String? {
-        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<3 {
-            let candidate = dir.appendingPathComponent("strata-torture").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            dir = dir.deletingLastPathComponent()
-        }
-        return nil
-    }
+    static var tortureBinary: String? { builtExecutable(named: "strata-torture") }
 
     @Test func secondOpenInTheSameProcessIsLocked() throws {
         let dir = TemporaryDirectory()

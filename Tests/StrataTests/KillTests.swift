@@ -7,15 +7,7 @@ import Testing
 /// them just after a flush or compaction began; after each kill the store must open, verify
 /// clean and hold exactly a prefix of the workload that includes every acknowledged transaction.
 @Suite struct KillTests {
-    static var tortureBinary: String? {
-        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<3 {
-            let candidate = dir.appendingPathComponent("strata-torture").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            dir = dir.deletingLastPathComponent()
-        }
-        return nil
-    }
+    static var tortureBinary: String? { builtExecutable(named: "strata-torture") }
 
     @Test func fiftyKillsLoseNothingAcknowledgedAndLeaveNoHalfTransaction() throws {
         let binary = try #require(Self.tortureBinary, "strata-torture was not built next to the tests")

@@ -1,4 +1,5 @@
 import Foundation
+import StrataTestSupport
 import Testing
 
 /// Runs the `strata` executable SwiftPM built next to the test bundle.
@@ -12,15 +13,7 @@ struct ToolRun {
 }
 
 enum ToolRunner {
-    static var binary: String? {
-        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<3 {
-            let candidate = dir.appendingPathComponent("strata").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            dir = dir.deletingLastPathComponent()
-        }
-        return nil
-    }
+    static var binary: String? { builtExecutable(named: "strata") }
 
     /// Runs `strata ARGS`, output going to files (no pipe can fill up and stall the child).
     static func run(_ arguments: [String]) throws -> ToolRun {
