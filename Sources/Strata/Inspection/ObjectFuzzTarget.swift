@@ -25,11 +25,15 @@ public enum _ObjectFuzzTarget: String, CaseIterable, Sendable {
 
     /// Runs one input; false when an invariant broke (what parsed did not encode back to an
     /// equal record), which the fuzzer turns into a crash report.
+    /// Built once: per input they cost more than the decoding under test.
+    static let decoder = StoredObjectDecoder(record)
+    static let indexes = EntityIndexes(record)
+
     public func run(_ data: UnsafeRawBufferPointer) -> Bool {
         switch self {
         case .object:
-            _ = try? StoredObjectDecoder(Self.record).decode(data)
-            if let indexes = EntityIndexes(Self.record), let values = try? indexes.values(of: data) {
+            _ = try? Self.decoder.decode(data)
+            if let indexes = Self.indexes, let values = try? indexes.values(of: data) {
                 for (i, v) in values.enumerated() { _ = indexes.key(i, value: v, id: 1) }
             }
             return true
