@@ -46,12 +46,20 @@ func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<Int32>,
 struct StrataFuzz {
     static func main() {
         var args = CommandLine.arguments
-        guard args.count >= 2, let target = Target(args[1]) else {
+        let target: Target
+        if args.count >= 2, let named = Target(args[1]) {
+            target = named
+            // libFuzzer re-runs itself (-merge, -jobs) with the options only: the children find
+            // the target here.
+            setenv("STRATA_FUZZ_TARGET", args[1], 1)
+            args.remove(at: 1)
+        } else if let env = getenv("STRATA_FUZZ_TARGET"), let named = Target(String(cString: env)) {
+            target = named
+        } else {
             print("usage: strata-fuzz TARGET [libFuzzer options] [CORPUS DIR…]   targets: \(Target.names.joined(separator: ", "))")
             exit(2)
         }
         selected = target
-        args.remove(at: 1)
         #if FUZZING
         var argc = Int32(args.count)
         var cStrings: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
