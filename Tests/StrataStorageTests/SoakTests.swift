@@ -33,8 +33,14 @@ import Testing
             }
             return a == b
         }
+        // Threads of their own: Dispatch's global queue runs as many blocks as there are cores,
+        // and the writer and the flusher never yield, so on 2 cores readers would never start.
         let group = DispatchGroup()
-        DispatchQueue.global().async(group: group) {
+        func spawn(_ body: @escaping @Sendable () -> Void) {
+            group.enter()
+            Thread { body(); group.leave() }.start()
+        }
+        spawn {
             var n = 0
             while !stop.load(ordering: .relaxed) {
                 var batch = WriteBatch()
@@ -52,7 +58,7 @@ import Testing
                 writes.add(1, ordering: .relaxed)
             }
         }
-        DispatchQueue.global().async(group: group) {
+        spawn {
             var round = 0
             while !stop.load(ordering: .relaxed) {
                 do {
@@ -63,7 +69,7 @@ import Testing
             }
         }
         for r in 0..<4 {
-            DispatchQueue.global().async(group: group) {
+            spawn {
                 var i = 0
                 while !stop.load(ordering: .relaxed) {
                     do {
