@@ -72,8 +72,31 @@ enum IndexBuilder {
         store.indexProgress?(IndexProgress(entity: record.name, property: p.name, phase: phase, done: done, total: total))
     }
 
-    private static func write(_ batch: WriteBatch, store: Store) throws(StrataError) {
-        do { try store.engine.write(batch, durability: store.durability) } catch { throw StrataError(error) }
+    /// The entries of a build or drop, written every `chunk` objects so that neither holds one
+    /// huge batch; `objectDone` reports progress after each chunk written.
+    private struct ChunkedWriter {
+        let store: Store
+        var batch = WriteBatch()
+        private var pending = 0
+
+        init(store: Store) { self.store = store }
+
+        mutating func objectDone(_ chunkWritten: () -> Void) throws(StrataError) {
+            pending += 1
+            guard pending == chunk else { return }
+            try write()
+            chunkWritten()
+        }
+
+        mutating func finish() throws(StrataError) {
+            if pending > 0 { try write() }
+        }
+
+        private mutating func write() throws(StrataError) {
+            do { try store.engine.write(batch, durability: store.durability) } catch { throw StrataError(error) }
+            batch = WriteBatch()
+            pending = 0
+        }
     }
 
     /// Deletes every entry of one property's index.
@@ -83,21 +106,14 @@ enum IndexBuilder {
         do {
             let it = try store.engine.makeIterator(in: space, prefix: IndexKey.header(entityId: record.entityId, propertyId: p.id))
             try it.seekToFirst()
-            var batch = WriteBatch()
-            var n = 0
+            var writer = ChunkedWriter(store: store)
             while it.isValid {
-                batch.delete(Array(it.key), in: space)
-                n += 1
+                writer.batch.delete(Array(it.key), in: space)
                 done += 1
-                if n == chunk {
-                    try write(batch, store: store)
-                    report(store, record, p, .dropping, done: done, total: 0)
-                    batch = WriteBatch()
-                    n = 0
-                }
+                try writer.objectDone { report(store, record, p, .dropping, done: done, total: 0) }
                 try it.next()
             }
-            if n > 0 { try write(batch, store: store) }
+            try writer.finish()
         } catch {
             throw StrataError(error)
         }
@@ -115,8 +131,7 @@ enum IndexBuilder {
         do {
             let it = try store.engine.makeIterator(in: store.objects, prefix: ObjectKey.prefix(entityId: record.entityId))
             try it.seekToFirst()
-            var batch = WriteBatch()
-            var n = 0
+            var writer = ChunkedWriter(store: store)
             while it.isValid {
                 let id = ObjectKey.id(fromKey: it.key)
                 let values: [[UInt8]]
@@ -125,19 +140,13 @@ enum IndexBuilder {
                 }
                 for i in positions {
                     try all.checkSize(i, value: values[i])
-                    batch.put(all.key(i, value: values[i], id: id), [], in: space)
+                    writer.batch.put(all.key(i, value: values[i], id: id), [], in: space)
                 }
-                n += 1
                 done += 1
-                if n == chunk {
-                    try write(batch, store: store)
-                    for p in properties { report(store, record, p, .building, done: done, total: total) }
-                    batch = WriteBatch()
-                    n = 0
-                }
+                try writer.objectDone { for p in properties { report(store, record, p, .building, done: done, total: total) } }
                 try it.next()
             }
-            if n > 0 { try write(batch, store: store) }
+            try writer.finish()
         } catch {
             throw StrataError(error)
         }
