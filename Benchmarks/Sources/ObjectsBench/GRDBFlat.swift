@@ -36,7 +36,7 @@ struct GRDBFlat: FlatCrudSystem {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var config = Configuration()
         config.journalMode = .wal
-        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = \(BenchDurability.current.sqliteSynchronous)") }
         queue = try DatabaseQueue(path: directory + "/db.sqlite", configuration: config)
         try queue.write { db in
             try db.create(table: "flat") { t in

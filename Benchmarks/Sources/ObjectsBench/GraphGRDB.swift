@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 
-// GRDB as an expert writes it for speed: WAL, synchronous=NORMAL, foreign keys with ON DELETE
+// GRDB as an expert writes it for speed: WAL, synchronous=NORMAL (FULL with --durability sync), foreign keys with ON DELETE
 // SET NULL (orders) and CASCADE (links), indexes on the foreign keys, cached prepared statements,
 // hand-written init(row:), and `including(required:)` for the prefetch.
 
@@ -57,7 +57,7 @@ struct GRDBGraph: GraphSystem {
         var config = Configuration()
         config.journalMode = .wal
         config.foreignKeysEnabled = true
-        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = \(BenchDurability.current.sqliteSynchronous)") }
         return try DatabaseQueue(path: directory + "/db.sqlite", configuration: config)
     }
 

@@ -5,7 +5,14 @@ func runGraph<S: GraphSystem>(_: S.Type, directory: String, sizes: GraphData.Siz
     let data = GraphData(sizes: sizes)   // drawn before any timing
     var system = try S(directory: directory)
     var m = GraphMeasurement()
+    // For profiling one read phase: STRATA_BENCH_REPEAT=query-equality:50 runs it 49 more
+    // times, untimed, before the timed run, so that it dominates a perf or callgrind profile.
+    let repeatSpec = ProcessInfo.processInfo.environment["STRATA_BENCH_REPEAT"]?.split(separator: ":")
+    let readPhases: Set<GraphPhase> = [.forward, .backlink, .prefetch, .queryEquality, .queryRange, .queryLink, .manyToMany]
     func timed<R>(_ phase: GraphPhase, operations: Int, _ body: () throws -> R) rethrows -> R {
+        if let repeatSpec, repeatSpec.count == 2, repeatSpec[0] == phase.rawValue, readPhases.contains(phase) {
+            for _ in 1..<max(1, Int(repeatSpec[1]) ?? 1) { _ = try body() }
+        }
         let start = DispatchTime.now().uptimeNanoseconds
         let r = try body()
         m.seconds[phase.rawValue] = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
@@ -79,7 +86,7 @@ func runGraphComparison(sizes: GraphData.Sizes, scale: Double, reps: Int, only o
             }
         }
     }
-    print("object graph: C=\(sizes.customers) O=\(sizes.orders) T=\(sizes.teachers) S=\(sizes.students), \(reps) repetition(s), medians; release build")
+    print("object graph: C=\(sizes.customers) O=\(sizes.orders) T=\(sizes.teachers) S=\(sizes.students), \(reps) repetition(s), medians; release build; durability \(BenchDurability.current.rawValue)")
     print("| phase | Strata ops/s | GRDB ops/s | Strata/GRDB |")
     print("|---|---:|---:|---:|")
     for phase in GraphPhase.allCases {

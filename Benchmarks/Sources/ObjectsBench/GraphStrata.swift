@@ -39,7 +39,7 @@ struct StrataGraph: GraphSystem {
 
     init(directory: String) throws {
         self.directory = directory
-        store = try Store(directoryPath: directory)
+        store = try Store(directoryPath: directory, options: BenchDurability.current.strataOptions)
     }
 
     func insertCustomers(_ data: GraphData) throws {
@@ -186,7 +186,7 @@ struct StrataGraph: GraphSystem {
 
     mutating func reopen() throws -> Int {
         store.close()
-        store = try Store(directoryPath: directory)
+        store = try Store(directoryPath: directory, options: BenchDurability.current.strataOptions)
         return try store.box(for: GOrder.self).count()
     }
 

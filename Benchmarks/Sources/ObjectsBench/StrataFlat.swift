@@ -16,7 +16,7 @@ struct StrataFlat: FlatCrudSystem {
     var objects: [FlatObject] = []
 
     init(directory: String) throws {
-        store = try Store(directoryPath: directory)   // default durability: .sync
+        store = try Store(directoryPath: directory, options: BenchDurability.current.strataOptions)
     }
 
     mutating func putAll(count: Int) throws -> [Int64] {

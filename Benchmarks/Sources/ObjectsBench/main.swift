@@ -3,12 +3,14 @@ import Foundation
 // strata-objects-bench: object workloads on Strata and on GRDB (SQLite), side by side in one
 // run, alternating systems within each repetition; prints medians and Strata/GRDB ratios.
 //
-//   strata-objects-bench [--flat N] [--reps R] [--only strata|grdb] [--stop-after PHASE]
-//   strata-objects-bench graph [--scale X] [--reps R] [--only strata|grdb]
+//   strata-objects-bench [--flat N] [--reps R] [--only strata|grdb] [--stop-after PHASE] [--durability D]
+//   strata-objects-bench graph [--scale X] [--reps R] [--only strata|grdb] [--durability D]
 //   strata-objects-bench graph-child SYSTEM DIR SCALE      (internal: one run, JSON out)
 //
 // --stop-after ends each run after one phase (put-all, get-all, …): with valgrind's allocation
 // totals at two sizes it gives the allocations per object of the phases up to it.
+// --durability matched (default: GRDB synchronous=NORMAL, Strata .none, both lose the last
+// commits on a power cut, neither on a process crash) or sync (both sync every commit).
 
 func graphSizes(scale: Double) -> GraphData.Sizes {
     var sizes = GraphData.Sizes()
@@ -50,8 +52,9 @@ while args.count >= 2 {
     case "--scale" where (Double(value) ?? 0) > 0: scale = Double(value)!
     case "--only" where ["strata", "grdb"].contains(value): only = value
     case "--stop-after" where FlatCrudPhase(rawValue: value) != nil: stopAfter = FlatCrudPhase(rawValue: value)
+    case "--durability" where BenchDurability(rawValue: value) != nil: setenv(BenchDurability.environmentKey, value, 1)
     default:
-        print("usage: strata-objects-bench [--flat N] [--reps R] [--only strata|grdb] [--stop-after PHASE]")
+        print("usage: strata-objects-bench [graph] [--flat N | --scale X] [--reps R] [--only strata|grdb] [--stop-after PHASE] [--durability matched|sync]")
         exit(2)
     }
 }
@@ -98,7 +101,7 @@ if graphMode {
     exit(0)
 }
 
-print("flat CRUD, F = \(flatCount), \(reps) repetition(s), medians; release build")
+print("flat CRUD, F = \(flatCount), \(reps) repetition(s), medians; release build; durability \(BenchDurability.current.rawValue)")
 var strataTimes: [FlatCrudPhase: [Double]] = [:]
 var grdbTimes: [FlatCrudPhase: [Double]] = [:]
 do {

@@ -11,7 +11,7 @@ final class ObjectMatcher {
     private let fields: UnsafeMutableBufferPointer<FieldView>
     private let defaults: UnsafeMutableBufferPointer<FieldView>
     /// Owns the bytes the default views point into.
-    private let defaultBytes: UnsafeMutableRawBufferPointer
+    private let defaultEncoding: DefaultEncoding
     private let backlinks: [BacklinkSchema]
 
     /// `fieldsNeeded`: declared positions the caller reads through ``field(_:)``.
@@ -20,26 +20,21 @@ final class ObjectMatcher {
         self.store = store
         self.transaction = transaction
         let schema = T._strataSchema
-        types = schema.properties.map(\.type)
+        types = schema.properties.map { $0.type }
         backlinks = schema.backlinks
         needed = types.indices.map { fieldsNeeded.contains($0) }
         fields = .allocate(capacity: max(1, types.count))
         fields.initialize(repeating: .null)
         defaults = .allocate(capacity: max(1, types.count))
         defaults.initialize(repeating: .null)
-        // A field the stored bytes lack (a property added later) has the value `init()` gives
-        // it: decode an empty record and encode the result to learn those values.
-        var encoded: [UInt8] = []
-        binding.encode(try Store.freshObject(T.self, binding: binding), into: &encoded)
-        defaultBytes = .allocate(byteCount: encoded.count, alignment: 8)
-        defaultBytes.copyMemory(from: UnsafeRawBufferPointer(start: encoded, count: encoded.count))
-        try read(UnsafeRawBufferPointer(defaultBytes), into: defaults)
+        // A field the stored bytes lack (a property added later) has the value `init()` gives it.
+        defaultEncoding = try binding.defaultObject(T.self, store: store)
+        try read(UnsafeRawBufferPointer(defaultEncoding.bytes), into: defaults)
     }
 
     deinit {
         fields.deallocate()
         defaults.deallocate()
-        defaultBytes.deallocate()
     }
 
     private func read(_ bytes: UnsafeRawBufferPointer, into table: UnsafeMutableBufferPointer<FieldView>) throws {

@@ -34,17 +34,26 @@ public final class Query<T: Entity> {
     /// One page of the matching objects: `limit` of them after skipping `offset`.
     public func find(offset: Int, limit: Int?) throws(StrataError) -> [T] {
         try checkPage(offset: offset, limit: limit)
+        if limit == 0 { return [] }
         return try store.read(consistent: true) { t in
-            if orderings.isEmpty && links.isEmpty && offset == 0 && limit == nil {
-                // No order to establish: decode while scanning instead of reading each match again.
-                var out: [T] = []
-                let store = self.store
-                let b = try store.binding(for: T.self).get()
-                try QueryRun.scan(T.self, condition: condition, fieldsNeeded: [], store: store, in: t,
-                                  bytes: { id, bytes throws(StrataError) in out.append(try b.decode(T.self, id: id, from: bytes, store: store)) })
-                return out
-            }
-            return try box.get(try ids(in: t, offset: offset, limit: limit))
+            guard orderings.isEmpty else { return try box.get(try ids(in: t, offset: offset, limit: limit)) }
+            // Matches come by increasing id, the order asked for: decode each while its bytes
+            // are at hand instead of reading it again, and stop at the end of the page.
+            var out: [T] = []
+            if let limit { out.reserveCapacity(min(limit, 1_024)) }
+            var skipped = 0
+            let store = self.store
+            let b = try store.binding(for: T.self).get()
+            try QueryRun.scan(T.self, condition: condition, fieldsNeeded: [], candidates: try linkCandidates(b, in: t),
+                              store: store, in: t, bytes: { id, bytes throws(StrataError) in
+                if skipped < offset {
+                    skipped += 1
+                    return true
+                }
+                out.append(try b.decode(T.self, id: id, from: bytes, store: store))
+                return limit.map { out.count < $0 } ?? true
+            })
+            return out
         }
     }
 
@@ -114,7 +123,7 @@ public final class Query<T: Entity> {
         if !orderings.isEmpty { try sort(&found, in: t) }
         let start = min(offset, found.count)
         let end = limit.map { min(found.count, start + $0) } ?? found.count
-        return found[start..<end].map(\.id)
+        return found[start..<end].map { $0.id }
     }
 
     private struct Match {
@@ -122,13 +131,19 @@ public final class Query<T: Entity> {
         var keys: [QueryValue]
     }
 
-    private func matches(in t: Transaction?) throws(StrataError) -> [Match] {
-        let b = try store.binding(for: T.self).get()
+    /// The objects the links allow (nil: no link).
+    private func linkCandidates(_ b: EntityBinding, in t: Transaction?) throws(StrataError) -> Set<Id>? {
         var candidates: Set<Id>?
         for link in links {
             let allowed = try link.candidates(b, store, t)
             candidates = candidates.map { $0.intersection(allowed) } ?? allowed
         }
+        return candidates
+    }
+
+    private func matches(in t: Transaction?) throws(StrataError) -> [Match] {
+        let b = try store.binding(for: T.self).get()
+        let candidates = try linkCandidates(b, in: t)
         let orderFields = try orderings.map { o throws(StrataError) -> Int in
             guard case let .field(f) = o.slot, T._strataSchema.properties[f].type != .toMany else {
                 throw .invalidQuery(reason: "a query orders by stored properties and to-one relations only")
@@ -153,7 +168,7 @@ public final class Query<T: Entity> {
                 if case let .uint(id) = found[j].keys[i] { found[j].keys[i] = values[id] ?? .null }
             }
         }
-        let descending = orderings.map(\.descending)
+        let descending = orderings.map { $0.descending }
         found.sort { a, b in
             for i in descending.indices where a.keys[i] != b.keys[i] {
                 return descending[i] ? b.keys[i] < a.keys[i] : a.keys[i] < b.keys[i]
@@ -166,11 +181,12 @@ public final class Query<T: Entity> {
 /// The scans queries and links run.
 enum QueryRun {
     /// Calls `body` for each object of `R` matching `condition` (among `candidates` when
-    /// given), by increasing id, with the matcher holding its `fieldsNeeded`.
+    /// given), by increasing id, with the matcher holding its `fieldsNeeded`; then `bytes`
+    /// with the object's stored bytes, which ends the scan by returning false.
     static func scan<R: Entity>(_ type: R.Type, condition: ConditionNode, fieldsNeeded: Set<Int>, candidates: Set<Id>? = nil,
                                 store: Store, in t: Transaction?,
                                 _ body: (Id, ObjectMatcher) throws(StrataError) -> Void = { _, _ in },
-                                bytes: ((Id, UnsafeRawBufferPointer) throws(StrataError) -> Void)? = nil) throws(StrataError) {
+                                bytes: ((Id, UnsafeRawBufferPointer) throws(StrataError) -> Bool)? = nil) throws(StrataError) {
         let b = try store.binding(for: R.self).get()
         var candidates = candidates
         // Links already narrow to the related objects (usually few): reading an index range on
@@ -181,21 +197,20 @@ enum QueryRun {
         do {
             let m = try ObjectMatcher(R.self, binding: b, store: store, transaction: t, fieldsNeeded: condition.fields.union(fieldsNeeded))
             let box = store.box(for: R.self)
-            func visit(_ id: Id, _ raw: UnsafeRawBufferPointer) throws(StrataError) {
+            /// False when `bytes` ends the scan.
+            func visit(_ id: Id, _ raw: UnsafeRawBufferPointer) throws(StrataError) -> Bool {
                 try m.load(raw, id: id)
-                guard try m.matches(condition, id: id) else { return }
+                guard try m.matches(condition, id: id) else { return true }
                 try body(id, m)
-                try bytes?(id, raw)
+                return try bytes?(id, raw) ?? true
             }
             if let candidates {
-                for id in candidates.sorted() {
-                    _ = try box.withStoredBytes(id, binding: b, in: t) { raw in try visit(id, raw) }
+                var more = true
+                for id in candidates.sorted() where more {
+                    _ = try box.withStoredBytes(id, binding: b, in: t) { raw in more = try visit(id, raw) }
                 }
             } else {
-                try box.forEach(binding: b, in: t) { id, raw in
-                    try visit(id, raw)
-                    return true
-                }
+                try box.forEach(binding: b, in: t) { id, raw in try visit(id, raw) }
             }
         } catch let e as StrataError {
             throw e

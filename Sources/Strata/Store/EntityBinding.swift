@@ -1,3 +1,5 @@
+import Synchronization
+
 /// One entity type as this open store knows it: its stored id and the mapping between the
 /// type's declared properties and the stored property ids. Made once per type per store.
 final class EntityBinding: @unchecked Sendable {
@@ -21,6 +23,9 @@ final class EntityBinding: @unchecked Sendable {
     /// The last object id assigned. Read and written only by the transaction holding the
     /// store's write lock (hence `@unchecked Sendable`).
     var lastId: Id
+    /// The encoding of a fresh object (`init()`'s values), made at the first query on the
+    /// type: matchers read a field a stored object lacks from it.
+    private let defaultEncoding = Mutex<DefaultEncoding?>(nil)
 
     init(schema: EntitySchema, entityId: UInt32, propertyIds: [UInt32], typeIdentifier: ObjectIdentifier, lastId: Id,
          indexes: EntityIndexes? = nil) {
@@ -37,6 +42,19 @@ final class EntityBinding: @unchecked Sendable {
         fieldMap = map
         self.typeIdentifier = typeIdentifier
         self.lastId = lastId
+    }
+
+    /// The encoding of a fresh `T` (made once per binding).
+    func defaultObject<T: Entity>(_ type: T.Type, store: Store) throws(StrataError) -> DefaultEncoding {
+        if let made = defaultEncoding.withLock({ $0 }) { return made }
+        var encoded: [UInt8] = []
+        encode(try Store.freshObject(T.self, binding: self), into: &encoded)
+        let made = DefaultEncoding(encoded)
+        return defaultEncoding.withLock { cached in
+            if let cached { return cached }
+            cached = made
+            return made
+        }
     }
 
     /// Encodes `object` into `buffer` (reused between calls).

@@ -104,8 +104,19 @@ extension Engine {
         var children: [any InternalIterator] = [MemtableIterator(mem)]
         if let imm = view.immutables?[keySpace.id] { children.append(MemtableIterator(imm)) }
         if let levels = view.version.keySpaces[keySpace.id]?.levels {
-            for segment in levels[0] { children.append(segment.reader.makeIterator()) }
-            for level in levels.dropFirst() where !level.isEmpty { children.append(LevelIterator(level)) }
+            // Only segments that can hold a key of the range: a prefix scan (an index entry, a
+            // relation's edges) then seeks in one segment per level, not in every one.
+            for segment in levels[0] where segment.overlaps(lowerBound: lowerBound, upperBound: upperBound) {
+                children.append(segment.reader.makeIterator())
+            }
+            for level in levels.dropFirst() where !level.isEmpty {
+                let range = LiveSegment.overlapping(level, lowerBound: lowerBound, upperBound: upperBound)
+                switch range.count {
+                case 0: break
+                case 1: children.append(level[range.lowerBound].reader.makeIterator())
+                default: children.append(LevelIterator(Array(level[range])))
+                }
+            }
         }
         return EngineIterator(merged: MergingIterator(children), sequence: sequence, lowerBound: lowerBound,
                               upperBound: upperBound, pinned: view)

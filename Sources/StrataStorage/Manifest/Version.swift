@@ -21,6 +21,42 @@ final class LiveSegment: Sendable {
         if obsolete.load(ordering: .acquiring) { reader.deleteFile() }
     }
 
+    /// Whether the segment's key range meets the user keys `lowerBound..<upperBound` (nil: open).
+    func overlaps(lowerBound: [UInt8]?, upperBound: [UInt8]?) -> Bool {
+        !endsBefore(lowerBound) && !startsAtOrAfter(upperBound)
+    }
+
+    private func endsBefore(_ lowerBound: [UInt8]?) -> Bool {
+        guard let lowerBound else { return false }
+        return meta.largest.withUnsafeBytes { largest in
+            lowerBound.withUnsafeBytes { InternalKey.compareUserKeys(InternalKey.userKey(largest), $0) < 0 }
+        }
+    }
+
+    private func startsAtOrAfter(_ upperBound: [UInt8]?) -> Bool {
+        guard let upperBound else { return false }
+        return meta.smallest.withUnsafeBytes { smallest in
+            upperBound.withUnsafeBytes { InternalKey.compareUserKeys(InternalKey.userKey(smallest), $0) >= 0 }
+        }
+    }
+
+    /// The positions in `level` (sorted by key, not overlapping: a level ≥ 1) of the segments
+    /// that meet the user keys `lowerBound..<upperBound`, found by binary search.
+    static func overlapping(_ level: [LiveSegment], lowerBound: [UInt8]?, upperBound: [UInt8]?) -> Range<Int> {
+        var lo = 0, hi = level.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if level[mid].endsBefore(lowerBound) { lo = mid + 1 } else { hi = mid }
+        }
+        let first = lo
+        hi = level.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if level[mid].startsAtOrAfter(upperBound) { hi = mid } else { lo = mid + 1 }
+        }
+        return first..<lo
+    }
+
     /// Whether `userKey` lies within the segment's key range.
     func covers(_ userKey: UnsafeRawBufferPointer) -> Bool {
         meta.smallest.withUnsafeBytes { InternalKey.compareUserKeys(userKey, InternalKey.userKey($0)) >= 0 }

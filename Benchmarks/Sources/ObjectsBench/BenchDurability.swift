@@ -1,0 +1,30 @@
+import Foundation
+import Strata
+
+/// Which durability both systems run with, so that ratios compare equal guarantees.
+///
+/// - `matched` (default): the GRDB setup, WAL with `synchronous=NORMAL`, survives a
+///   process crash but may lose the last commits on a power cut (SQLite does not sync the WAL
+///   at commit). Strata runs with `.none`, the same guarantee.
+/// - `sync`: every commit durable on both sides: GRDB `synchronous=FULL`, Strata `.sync`.
+///
+/// Set with `--durability matched|sync`; passed to the graph's child processes through the
+/// environment variable `STRATA_BENCH_DURABILITY`.
+enum BenchDurability: String {
+    case matched
+    case sync
+
+    static let environmentKey = "STRATA_BENCH_DURABILITY"
+
+    static var current: BenchDurability {
+        ProcessInfo.processInfo.environment[environmentKey].flatMap(BenchDurability.init(rawValue:)) ?? .matched
+    }
+
+    var sqliteSynchronous: String { self == .sync ? "FULL" : "NORMAL" }
+
+    var strataOptions: StoreOptions {
+        var options = StoreOptions()
+        options.durability = self == .sync ? .sync : .none
+        return options
+    }
+}
