@@ -124,7 +124,7 @@ public struct Box<T: Entity>: Sendable {
             // The id is given before relations are visited, so that a cycle of new objects
             // sees it and does not put this object again.
             object.id = id
-            if T.self is AnyObject.Type { t.assigned(object as AnyObject) }
+            if b.isClass { t.assigned(object) }
         } else {
             let stored: Bool
             if b.toOnePropertyIds.isEmpty {

@@ -10,6 +10,9 @@ final class EntityBinding: @unchecked Sendable {
     /// Stored property id → declared position, or -1.
     let fieldMap: [Int32]
     let typeIdentifier: ObjectIdentifier
+    /// Whether the type is a class: a put gives the caller's instance its id, which a
+    /// rollback takes back.
+    let isClass: Bool
     /// Backlinks declared by the type, in declaration order.
     let backlinks: [BacklinkSchema]
     /// Stored ids of the type's to-one properties.
@@ -27,8 +30,9 @@ final class EntityBinding: @unchecked Sendable {
     /// type: matchers read a field a stored object lacks from it.
     private let defaultEncoding = Mutex<DefaultEncoding?>(nil)
 
-    init(schema: EntitySchema, entityId: UInt32, propertyIds: [UInt32], typeIdentifier: ObjectIdentifier, lastId: Id,
-         indexes: EntityIndexes? = nil) {
+    init(schema: EntitySchema, entityId: UInt32, propertyIds: [UInt32], typeIdentifier: ObjectIdentifier, isClass: Bool = false,
+         lastId: Id, indexes: EntityIndexes? = nil) {
+        self.isClass = isClass
         self.indexes = indexes
         name = schema.name
         isEmbedded = schema.isEmbedded

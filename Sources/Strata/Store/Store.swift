@@ -264,7 +264,8 @@ public final class Store: @unchecked Sendable {
         c.nextEntityId = max(c.nextEntityId, record.entityId + 1)
         c.boundNames[schema.name] = typeId
         return EntityBinding(schema: schema, entityId: record.entityId, propertyIds: ids, typeIdentifier: typeId,
-                             lastId: c.lastIds[record.entityId] ?? 0, indexes: c.indexes[record.entityId])
+                             isClass: T.self is AnyObject.Type, lastId: c.lastIds[record.entityId] ?? 0,
+                             indexes: c.indexes[record.entityId])
     }
 
     private func persist(_ record: EntityRecord, catalog c: inout Catalog) throws(StrataError) {

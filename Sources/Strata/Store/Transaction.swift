@@ -45,7 +45,8 @@ final class Transaction {
     /// Candidates only (an object may have changed again): checks re-read the object.
     @exclusivity(unchecked) var pendingUnique: [[UInt8]: [Id]] = [:]
     /// Class objects whose id this transaction assigned: reset to 0 if it rolls back.
-    private var assignedObjects: [AnyObject] = []
+    /// Class instances only: resetting a copy of a struct would change nothing.
+    private var assignedObjects: [any Entity] = []
     /// Set when code inside a joined (nested) transaction threw: the whole transaction rolls back.
     private(set) var abortReason: String?
 
@@ -106,7 +107,7 @@ final class Transaction {
         advancedCounters[binding.entityId] = binding
     }
 
-    func assigned(_ object: AnyObject) {
+    func assigned(_ object: any Entity) {
         assignedObjects.append(object)
     }
 
@@ -154,7 +155,8 @@ final class Transaction {
     /// Undoes what the transaction did outside the store: ids it gave to class objects.
     func rollback() {
         for object in assignedObjects {
-            if var entity = object as? any Entity { entity.id = 0 }
+            var entity = object
+            entity.id = 0
         }
         assignedObjects.removeAll()
         pending.removeAll()

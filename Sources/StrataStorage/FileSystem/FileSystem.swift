@@ -16,6 +16,10 @@ public protocol FileSystem: Sendable {
     /// Opens a file for appending; creates it, or truncates it when `truncate` is true.
     func openWritable(_ path: String, truncate: Bool) throws -> any WritableFile
     func openReadable(_ path: String) throws -> any ReadableFile
+    /// Opens a file that nobody writes, truncates or replaces while it is open (a segment), for
+    /// many small random reads. A file system may serve these reads from memory it maps instead
+    /// of a system call per read; the default is ``openReadable(_:)``.
+    func openImmutable(_ path: String) throws -> any ReadableFile
     func removeFile(_ path: String) throws
     /// Atomically replaces `to` with `from`.
     func rename(_ from: String, to: String) throws
@@ -55,6 +59,8 @@ public protocol FileLock: AnyObject, Sendable {
 }
 
 extension FileSystem {
+    public func openImmutable(_ path: String) throws -> any ReadableFile { try openReadable(path) }
+
     /// Reads a whole file into memory.
     func readWholeFile(_ path: String) throws -> [UInt8] {
         let file = try openReadable(path)

@@ -77,6 +77,15 @@ public struct PosixFileSystem: FileSystem {
         return PosixReadableFile(fd: fd, path: path, size: UInt64(st.st_size))
     }
 
+    /// Maps the file: a block read is then a copy from the page cache, without the `pread`
+    /// system call (a quarter of a random point read's time when the block cache misses).
+    /// Falls back to `pread` when the mapping fails.
+    public func openImmutable(_ path: String) throws -> any ReadableFile {
+        let file = try openReadable(path) as! PosixReadableFile
+        file.map()
+        return file
+    }
+
     public func removeFile(_ path: String) throws {
         if unlink(path) != 0, errno != ENOENT { throw posixError("unlink", path) }
     }
@@ -173,6 +182,9 @@ final class PosixReadableFile: ReadableFile {
     private let path: String
     let size: UInt64
     private let isClosed = Atomic<Bool>(false)
+    /// The whole file mapped read-only (``PosixFileSystem/openImmutable(_:)``), or nil. Set once,
+    /// before the file is shared; unmapped at deinit, when no reader can be using it.
+    nonisolated(unsafe) private var mapping: UnsafeRawBufferPointer?
 
     init(fd: Int32, path: String, size: UInt64) {
         self.fd = fd
@@ -180,9 +192,24 @@ final class PosixReadableFile: ReadableFile {
         self.size = size
     }
 
-    deinit { close() }
+    deinit {
+        close()
+        if let mapping { munmap(UnsafeMutableRawPointer(mutating: mapping.baseAddress), mapping.count) }
+    }
+
+    func map() {
+        guard mapping == nil, size > 0, size <= UInt64(Int.max),
+              let p = mmap(nil, Int(size), PROT_READ, MAP_SHARED, fd, 0), p != MAP_FAILED else { return }
+        mapping = UnsafeRawBufferPointer(start: p, count: Int(size))
+    }
 
     func read(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        if let mapping {
+            guard offset < UInt64(mapping.count) else { return 0 }
+            let n = min(buffer.count, mapping.count - Int(offset))
+            if n > 0 { buffer.baseAddress!.copyMemory(from: mapping.baseAddress! + Int(offset), byteCount: n) }
+            return n
+        }
         while true {
             let n = pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
             if n >= 0 { return n }

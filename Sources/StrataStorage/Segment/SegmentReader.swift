@@ -18,7 +18,7 @@ final class SegmentReader: @unchecked Sendable {
 
     static func open(fileSystem: any FileSystem, path: String, fileNumber: UInt64, cache: BlockCache,
                      stats: StatisticsCounters) throws -> SegmentReader {
-        let file = try fileSystem.openReadable(path)
+        let file = try fileSystem.openImmutable(path)
         do {
             let reader = try SegmentReader(file: file, path: path, fileNumber: fileNumber, cache: cache, stats: stats)
             reader.fileSystem = fileSystem
