@@ -106,6 +106,49 @@ import Testing
         #expect(e.statistics().keySpaces[0].segmentEntries == 1)
     }
 
+    @Test func fullCompactionZeroesTheSequencesNoReaderNeedsAndKeepsTheOthers() throws {
+        let dir = TemporaryDirectory()
+        var e = try Engine.open(directory: dir.path, options: Self.smallOptions())
+        defer { e.close() }
+        let ks = e.defaultKeySpace
+        func key(_ i: Int) -> String { "key-\(1_000 + i)" }
+        for i in 0..<2_000 { try e.put(key(i), "v1-\(i)", in: ks) }
+        for i in stride(from: 0, to: 2_000, by: 2) { try e.put(key(i), "v2-\(i)", in: ks) }
+        let snap = try e.snapshot()
+        for i in stride(from: 0, to: 2_000, by: 4) { try e.put(key(i), "v3-\(i)", in: ks) }
+        for i in stride(from: 1, to: 2_000, by: 8) { try e.delete(key(i), in: ks) }
+        _ = try e.compact()
+        func expectContents(snapshot: Snapshot?) throws {
+            for i in 0..<2_000 {
+                let expected: String?
+                if snapshot == nil, i % 8 == 1 { expected = nil }
+                else if snapshot == nil, i % 4 == 0 { expected = "v3-\(i)" }
+                else { expected = i % 2 == 0 ? "v2-\(i)" : "v1-\(i)" }
+                #expect(try e.getString(key(i), in: ks, snapshot: snapshot) == expected, "key \(i)")
+            }
+        }
+        try expectContents(snapshot: snap)
+        try expectContents(snapshot: nil)
+        // The snapshot still needs the writes after it told apart from the versions it sees.
+        #expect(e.segments().contains { $0.maxSequence > 0 })
+        snap.release()
+        _ = try e.compact()
+        #expect(e.segments().allSatisfy { $0.maxSequence == 0 && $0.minSequence == 0 })
+        try expectContents(snapshot: nil)
+        e.close()
+        e = try Engine.open(directory: dir.path, options: Self.smallOptions())
+        try expectContents(snapshot: nil)
+        // New writes still shadow the zeroed versions.
+        try e.put(key(0), "v4", in: ks)
+        try e.delete(key(2), in: ks)
+        #expect(try e.getString(key(0), in: ks) == "v4")
+        #expect(try e.getString(key(2), in: ks) == nil)
+        _ = try e.compact()
+        #expect(try e.getString(key(0), in: ks) == "v4")
+        #expect(try e.getString(key(2), in: ks) == nil)
+        #expect(try e.getString(key(3), in: ks) == "v1-3")
+    }
+
     @Test func iteratorKeepsReadingFilesThatCompactionReplaced() throws {
         let dir = TemporaryDirectory()
         let e = try Engine.open(directory: dir.path, options: Self.smallOptions())

@@ -50,6 +50,10 @@ public protocol ReadableFile: AnyObject, Sendable {
     /// Reads up to `buffer.count` bytes at `offset`; returns how many were read (fewer only at
     /// the end of the file).
     func read(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+    /// Like ``read(at:into:)``, for bytes that will not be read again soon (compaction input):
+    /// a file that maps its contents reads these without mapping them into the process, so that
+    /// a compaction streaming through a whole level does not grow the resident memory.
+    func readOnce(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int
     func close()
 }
 
@@ -81,11 +85,17 @@ extension FileSystem {
 }
 
 extension ReadableFile {
+    public func readOnce(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        try read(at: offset, into: buffer)
+    }
+
     /// Fills `buffer` from `offset`, or throws corruption naming the file when it ends first.
-    func readExactly(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer, path: String) throws {
+    /// `once`: read with ``readOnce(at:into:)``.
+    func readExactly(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer, path: String, once: Bool = false) throws {
         var done = 0
         while done < buffer.count {
-            let n = try read(at: offset + UInt64(done), into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]))
+            let rest = UnsafeMutableRawBufferPointer(rebasing: buffer[done...])
+            let n = try once ? readOnce(at: offset + UInt64(done), into: rest) : read(at: offset + UInt64(done), into: rest)
             if n == 0 {
                 throw StorageError.corruption(file: path, offset: offset, reason: "block extends past the end of the file")
             }

@@ -210,6 +210,10 @@ final class PosixReadableFile: ReadableFile {
             if n > 0 { buffer.baseAddress!.copyMemory(from: mapping.baseAddress! + Int(offset), byteCount: n) }
             return n
         }
+        return try readOnce(at: offset, into: buffer)
+    }
+
+    func readOnce(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         while true {
             let n = pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
             if n >= 0 { return n }

@@ -68,7 +68,8 @@ final class SegmentReader: @unchecked Sendable {
 
     /// Reads, verifies and decompresses one block. Filter and properties blocks are handled
     /// here too: for them the "contents" are raw bytes, so the restart-array check is skipped.
-    private static func readBlock(file: any ReadableFile, path: String, handle: BlockHandle, parseRestarts: Bool = true) throws -> Block {
+    private static func readBlock(file: any ReadableFile, path: String, handle: BlockHandle, parseRestarts: Bool = true,
+                                  once: Bool = false) throws -> Block {
         let trailer = FormatConstants.blockTrailerBytes
         guard handle.size <= UInt64(Int32.max), handle.offset + handle.size + UInt64(trailer) <= file.size else {
             throw StorageError.corruption(file: path, offset: handle.offset, reason: "block handle out of range")
@@ -76,7 +77,7 @@ final class SegmentReader: @unchecked Sendable {
         let n = Int(handle.size)
         let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: n + trailer, alignment: 8)
         do {
-            try file.readExactly(at: handle.offset, into: buf, path: path)
+            try file.readExactly(at: handle.offset, into: buf, path: path, once: once)
         } catch {
             buf.deallocate()
             throw error
@@ -121,7 +122,8 @@ final class SegmentReader: @unchecked Sendable {
             return b
         }
         stats.blockCacheMisses.add(1, ordering: .relaxed)
-        let b = try Self.readBlock(file: file, path: path, handle: handle)
+        // A read that skips the cache (compaction) will not come back to this block soon.
+        let b = try Self.readBlock(file: file, path: path, handle: handle, once: !fillCache)
         stats.bytesRead.add(handle.size + UInt64(FormatConstants.blockTrailerBytes), ordering: .relaxed)
         if fillCache { cache.insert(key, b) }
         return b
