@@ -51,6 +51,9 @@ public final class Engine: @unchecked Sendable {
     // Guarded by `commitLock`: the commit queue, the memtables, flush state.
     let commitLock = ConditionLock()
     @exclusivity(unchecked) var writers: [PendingWrite] = []
+    /// Writers in the queue when the last durable group finished, counting that group: how
+    /// many a group-commit leader may expect to gather (guarded by `commitLock`).
+    @exclusivity(unchecked) var recentSyncWriters = 0
     @exclusivity(unchecked) var memtables: [UInt32: Memtable] = [:]
     @exclusivity(unchecked) var immutables: [UInt32: Memtable]?
     /// The WAL that took writes after `immutables` was frozen; once they are in segments, WALs
