@@ -45,7 +45,8 @@ extension Transaction {
     /// Throws when `bytes` (the encoding of object `id` about to be put; 0 for a new object)
     /// holds a value of a `@Unique` property that another object holds, as this transaction
     /// sees the store, or a value too large to index. Runs before the put writes anything.
-    func checkIndexedValues(of bytes: UnsafeRawBufferPointer, id: Id, indexes ix: EntityIndexes) throws(StrataError) {
+    /// Returns the indexed values (``EntityIndexes/values(of:)``).
+    func checkIndexedValues(of bytes: UnsafeRawBufferPointer, id: Id, indexes ix: EntityIndexes) throws(StrataError) -> [[UInt8]] {
         let values: [[UInt8]]
         do { values = try ix.values(of: bytes) } catch { throw .corruptObject(entity: ix.entityName, id: id, reason: "\(error)") }
         for (i, p) in ix.properties.enumerated() {
@@ -53,7 +54,7 @@ extension Transaction {
             guard p.isUnique else { continue }
             let prefix = p.header + values[i]
             var candidates = try store.indexedIds(withPrefix: prefix, snapshot: nil)
-            candidates += pendingUnique[prefix] ?? []
+            candidates += pendingUnique[IndexValueKey(prefix)] ?? []
             for other in candidates where other != id {
                 // The entry may be stale for this transaction: the object may have changed.
                 guard let current = try store.objectBytes(ObjectKey(entityId: ix.entityId, id: other), in: self) else { continue }
@@ -67,13 +68,14 @@ extension Transaction {
                 }
             }
         }
+        return values
     }
 
-    /// Remembers the unique values object `id` now holds, for later checks in this transaction.
-    func recordUniqueValues(of bytes: UnsafeRawBufferPointer, id: Id, indexes ix: EntityIndexes) {
-        guard let values = try? ix.values(of: bytes) else { return }
+    /// Remembers the unique values object `id` now holds (`values`, from
+    /// ``checkIndexedValues(of:id:indexes:)``), for later checks in this transaction.
+    func recordUniqueValues(_ values: [[UInt8]], id: Id, indexes ix: EntityIndexes) {
         for (i, p) in ix.properties.enumerated() where p.isUnique {
-            pendingUnique[p.header + values[i], default: []].append(id)
+            pendingUnique[IndexValueKey(p.header + values[i]), default: []].append(id)
         }
     }
 }

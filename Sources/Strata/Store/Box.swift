@@ -101,12 +101,13 @@ public struct Box<T: Entity>: Sendable {
     }
 
     private func store(_ object: inout T, mode: PutMode, binding b: EntityBinding, in t: Transaction) throws(StrataError) -> Id {
+        var indexedValues: [[UInt8]] = []
         if let ix = b.indexes {
             // Before anything is written (ids, related objects): a duplicate of a @Unique value
             // or an unindexable value fails the put with the store unchanged.
             b.encode(object, into: &t.scratch)
             do {
-                try t.scratch.withUnsafeBytes { raw in try t.checkIndexedValues(of: raw, id: object.id, indexes: ix) }
+                indexedValues = try t.scratch.withUnsafeBytes { raw in try t.checkIndexedValues(of: raw, id: object.id, indexes: ix) }
             } catch {
                 throw StrataError(error)
             }
@@ -163,7 +164,8 @@ public struct Box<T: Entity>: Sendable {
         }
         t.scratch.withUnsafeBytes { raw in
             t.put(ObjectKey(entityId: b.entityId, id: id), value: raw, isFresh: assigned || (mode == .insert && isNew))
-            if let ix = b.indexes, ix.hasUnique { t.recordUniqueValues(of: raw, id: id, indexes: ix) }
+            // Relations (all the put may have changed since the check) are never indexed.
+            if let ix = b.indexes, ix.hasUnique { t.recordUniqueValues(indexedValues, id: id, indexes: ix) }
         }
         if isNew { t.adjustCount(entityId: b.entityId, by: 1) }
         if b.hasRelations {

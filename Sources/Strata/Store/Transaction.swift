@@ -43,7 +43,7 @@ final class Transaction {
     private var advancedCounters: [UInt32: EntityBinding] = [:]
     /// Values this transaction put in `@Unique` properties: index value prefix → object ids.
     /// Candidates only (an object may have changed again): checks re-read the object.
-    @exclusivity(unchecked) var pendingUnique: [[UInt8]: [Id]] = [:]
+    @exclusivity(unchecked) var pendingUnique: [IndexValueKey: [Id]] = [:]
     /// Class objects whose id this transaction assigned: reset to 0 if it rolls back.
     /// Class instances only: resetting a copy of a struct would change nothing.
     private var assignedObjects: [any Entity] = []
