@@ -1,3 +1,5 @@
+import Foundation
+import Synchronization
 import Testing
 @testable import StrataStorage
 
@@ -147,6 +149,58 @@ import Testing
         #expect(try e.getString(key(0), in: ks) == "v4")
         #expect(try e.getString(key(2), in: ks) == nil)
         #expect(try e.getString(key(3), in: ks) == "v1-3")
+    }
+
+    @Test func closeCancelsARunningCompactionAndLosesNothing() throws {
+        let dir = TemporaryDirectory()
+        let began = DispatchSemaphore(value: 0), resume = DispatchSemaphore(value: 0)
+        let held = Atomic<Bool>(false)
+        let endedWithoutSuccess = Atomic<Bool>(false)
+        var options = Self.smallOptions()
+        options.eventListener = { event in
+            switch event {
+            case .compactionBegan:
+                // Hold the first merge until close() has begun.
+                if held.exchange(true, ordering: .relaxed) == false {
+                    began.signal()
+                    resume.wait()
+                }
+            case .compactionEnded(succeeded: false):
+                endedWithoutSuccess.store(true, ordering: .relaxed)
+            default:
+                break
+            }
+        }
+        let e = try Engine.open(directory: dir.path, options: options)
+        let ks = e.defaultKeySpace
+        var rng = SplitMix64(state: 7)
+        var written: [String: String] = [:]
+        // Random keys: level-0 segments overlap, so the first compaction merges the thousands of
+        // entries of several segments. Writing stops there: more would stall behind the held merge.
+        while !held.load(ordering: .relaxed) {
+            let k = "key-\(rng.next() % 1_000_000)"
+            written[k] = "value-\(written.count)"
+            try e.put(k, written[k]!, in: ks)
+        }
+        #expect(began.wait(timeout: .now() + 30) == .success)
+        let closed = DispatchSemaphore(value: 0)
+        Thread { e.close(); closed.signal() }.start()
+        while e.isOpen { usleep(100) }
+        resume.signal()
+        #expect(closed.wait(timeout: .now() + 30) == .success)
+        let cancelled = endedWithoutSuccess.load(ordering: .relaxed)
+        #expect(cancelled)
+
+        // Read-only: no background work starts, so the files are the ones close() left.
+        var readOnly = Self.smallOptions()
+        readOnly.readOnly = true
+        let reopened = try Engine.open(directory: dir.path, options: readOnly)
+        defer { reopened.close() }
+        for (k, v) in written { #expect(try reopened.getString(k, in: ks) == v) }
+        // The cancelled merge's outputs were removed: every segment file on disk is live.
+        let live = Set(reopened.segments().map(\.fileNumber))
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".seg") }
+        #expect(files.count == live.count)
     }
 
     @Test func iteratorKeepsReadingFilesThatCompactionReplaced() throws {

@@ -19,13 +19,19 @@ struct Compactor {
     let directory: String
     let newFileNumber: () -> UInt64
     let stats: StatisticsCounters
+    /// Checked every ``cancellationCheckInterval`` entries: true once the engine is closing,
+    /// which then need not wait for a long merge (its outputs never become live).
+    let isCancelled: () -> Bool
+    static let cancellationCheckInterval = 4_096
 
     /// Paths of files written so far (for cleanup when the job fails).
     private(set) var written: [String] = []
 
     init(job: CompactionJob, version: Version, oldestReadable: UInt64, layout: SegmentLayout, targetSegmentBytes: UInt64,
          fileSystem: any FileSystem,
-         directory: String, stats: StatisticsCounters, newFileNumber: @escaping () -> UInt64) {
+         directory: String, stats: StatisticsCounters, isCancelled: @escaping () -> Bool = { false },
+         newFileNumber: @escaping () -> UInt64) {
+        self.isCancelled = isCancelled
         self.job = job
         self.version = version
         self.oldestReadable = oldestReadable
@@ -77,6 +83,7 @@ struct Compactor {
         var isBottommost = false
         /// The key being written with its sequence zeroed.
         var zeroed: [UInt8] = []
+        var visited = 0
 
         func finish(_ w: SegmentWriter, _ number: UInt64) throws {
             let props = try w.finish()
@@ -89,6 +96,8 @@ struct Compactor {
 
         do {
             while merged.isValid {
+                visited += 1
+                if visited % Self.cancellationCheckInterval == 0, isCancelled() { throw StorageError.closed }
                 let ik = merged.key
                 let userKey = InternalKey.userKey(ik)
                 let trailer = InternalKey.trailer(ik)

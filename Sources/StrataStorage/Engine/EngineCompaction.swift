@@ -164,7 +164,8 @@ extension Engine {
         }
         var compactor = Compactor(job: job, version: version, oldestReadable: oldestReadableSequence(), layout: layout,
                                   targetSegmentBytes: UInt64(max(64 << 10, options.targetSegmentBytes)),
-                                  fileSystem: fileSystem, directory: directory, stats: stats) { [self] in
+                                  fileSystem: fileSystem, directory: directory, stats: stats,
+                                  isCancelled: { [self] in isClosed.load(ordering: .relaxed) }) { [self] in
             manifestLock.withLock { versions.newFileNumber() }
         }
         let outputs: [SegmentMeta]
