@@ -27,6 +27,11 @@ final class Memtable: @unchecked Sendable {
     /// Entries inserted; written by the writer only.
     @exclusivity(unchecked) private(set) var entryCount = 0
     @exclusivity(unchecked) private(set) var maxSequence: UInt64 = 0
+    /// The node inserted last, and its predecessors at every level (itself below its height):
+    /// an insert that lands right after it (ascending keys: object ids, WAL replay, sequential
+    /// loads) takes these as its predecessors without searching.
+    @exclusivity(unchecked) private var lastInserted: UnsafeMutableRawPointer?
+    private let hints: UnsafeMutablePointer<UnsafeMutableRawPointer>
 
     /// A blocked bloom filter over the user keys (one 64-bit word per key, 6 bits in it), so
     /// that a point read of a key this memtable does not hold usually skips the skip list.
@@ -49,9 +54,14 @@ final class Memtable: @unchecked Sendable {
         head.storeBytes(of: 0, toByteOffset: 4, as: UInt32.self)
         head.storeBytes(of: UInt8(Self.maxHeight), toByteOffset: 8, as: UInt8.self)
         for i in 0..<Self.maxHeight { Self.nextSlot(head, i).pointee = nil }
+        hints = .allocate(capacity: Self.maxHeight)
+        hints.initialize(repeating: head, count: Self.maxHeight)
     }
 
-    deinit { bloomWords.deallocate() }
+    deinit {
+        bloomWords.deallocate()
+        hints.deallocate()
+    }
 
     @inline(__always) private static func bloomBits(_ hash: UInt64) -> UInt64 {
         var bits: UInt64 = 0
@@ -137,15 +147,21 @@ final class Memtable: @unchecked Sendable {
                     UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none)
         withUnsafeMutableBytes(of: &prev) { prevRaw in
             let prevs = prevRaw.bindMemory(to: UnsafeMutableRawPointer?.self)
-            var x = head
-            var level = currentHeight.load(ordering: .relaxed) - 1
-            while true {
-                if let n = Self.next(x, level), Self.compare(n, key, trailer) < 0 {
-                    x = n
-                } else {
-                    prevs[level] = x
-                    if level == 0 { break }
-                    level -= 1
+            if let last = lastInserted, Self.compare(last, key, trailer) < 0,
+               Self.next(last, 0).map({ Self.compare($0, key, trailer) >= 0 }) ?? true {
+                // Nothing lies between the last node and this key at level 0, hence at any level.
+                for i in 0..<Self.maxHeight { prevs[i] = hints[i] }
+            } else {
+                var x = head
+                var level = currentHeight.load(ordering: .relaxed) - 1
+                while true {
+                    if let n = Self.next(x, level), Self.compare(n, key, trailer) < 0 {
+                        x = n
+                    } else {
+                        prevs[level] = x
+                        if level == 0 { break }
+                        level -= 1
+                    }
                 }
             }
             let h = randomHeight()
@@ -171,6 +187,8 @@ final class Memtable: @unchecked Sendable {
                 strata_store_relaxed_ptr(Self.nextSlot(node, i), strata_load_relaxed_ptr(Self.nextSlot(p, i)))
                 strata_store_release_ptr(Self.nextSlot(p, i), node)
             }
+            for i in 0..<Self.maxHeight { hints[i] = i < h ? node : (prevs[i] ?? head) }
+            lastInserted = node
         }
         entryCount += 1
         maxSequence = max(maxSequence, sequence)
