@@ -25,6 +25,10 @@ enum BenchDurability: String {
     var strataOptions: StoreOptions {
         var options = StoreOptions()
         options.durability = self == .sync ? .sync : .none
+        // Experiments only: STRATA_CACHE_MB overrides the block cache size.
+        if let mb = ProcessInfo.processInfo.environment["STRATA_CACHE_MB"].flatMap(Int.init) {
+            options.engine.blockCacheBytes = mb << 20
+        }
         return options
     }
 }
