@@ -62,6 +62,56 @@ final class Account {
     static let words = ["apple", "Apple", "ab", "a\u{0}b", "a", "", "band", "banana", "über", "uber", "a\u{0}"]
     static let doubles: [Double] = [-.infinity, -2.5, -0.0, 0, 0.25, 1e300, .infinity, .nan]
 
+    /// Queries without an ordering decode while they scan and stop at the end of the page:
+    /// pages must still be the id-ordered matches, through an index, a scan, and a write
+    /// transaction's own writes.
+    @Test func unorderedPagesAreTheIdOrderedMatchesThroughIndexesScansAndPendingWrites() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let box = store.box(for: IRow.self)
+        var rng = SplitMix64(state: 21)
+        var rows = (0..<400).map { _ in Self.randomRow(&rng) }
+        try box.put(&rows)
+        func pages(_ q: Query<IRow>, size: Int) throws -> [Id] {
+            var out: [Id] = []
+            while true {
+                let page = try q.find(offset: out.count, limit: size).map { $0.id }
+                #expect(page.count <= size)
+                if page.isEmpty { return out }
+                out += page
+            }
+        }
+        let cases: [(Query<IRow>, (IRow) -> Bool)] = [
+            (try box.query { IRow.qty > 0 }.build(), { $0.qty > 0 }),                      // index range
+            (try box.query { IRow.plain < 2 }.build(), { $0.plain < 2 }),                  // scan
+            (try box.query { IRow.qty > 0 && IRow.plain < 2 }.build(), { $0.qty > 0 && $0.plain < 2 }),
+        ]
+        for (q, predicate) in cases {
+            let expected = rows.filter(predicate).map(\.id).sorted()
+            #expect(try q.find().map { $0.id } == expected)
+            #expect(try pages(q, size: 7) == expected)
+            #expect(try pages(q, size: 1) == expected)
+            #expect(try q.findFirst()?.id == expected.first)
+            #expect(try q.find(offset: 3, limit: 0).isEmpty)
+            #expect(try q.find(offset: expected.count, limit: 5).isEmpty)
+            do {
+              try store.runInTransaction {
+                // A new match, a removed match and a changed row, seen by pages inside.
+                let extra = Self.randomRow(&rng)
+                extra.qty = 1
+                extra.plain = 0
+                try box.put(extra)
+                try box.remove(expected[expected.count / 2])
+                var inside = rows.filter(predicate).map(\.id).filter { $0 != expected[expected.count / 2] }
+                if predicate(extra) { inside.append(extra.id) }
+                #expect(try pages(q, size: 5) == inside.sorted())
+                throw CancellationError()   // roll back for the next case
+              }
+            } catch is CancellationError {}
+            #expect(try q.find().map { $0.id } == expected)
+        }
+    }
+
     static func randomRow(_ rng: inout SplitMix64) -> IRow {
         let r = IRow()
         r.flag = rng.below(2) == 0
