@@ -152,17 +152,7 @@ final class Memtable: @unchecked Sendable {
                 // Nothing lies between the last node and this key at level 0, hence at any level.
                 for i in 0..<Self.maxHeight { prevs[i] = hints[i] }
             } else {
-                var x = head
-                var level = currentHeight.load(ordering: .relaxed) - 1
-                while true {
-                    if let n = Self.next(x, level), Self.compare(n, key, trailer) < 0 {
-                        x = n
-                    } else {
-                        prevs[level] = x
-                        if level == 0 { break }
-                        level -= 1
-                    }
-                }
+                _ = descend(to: key, trailer) { level, node in prevs[level] = node }
             }
             let h = randomHeight()
             let cur = currentHeight.load(ordering: .relaxed)
@@ -213,13 +203,23 @@ final class Memtable: @unchecked Sendable {
 
     /// Last node before (key, trailer), or nil.
     func seekBefore(_ key: UnsafeRawBufferPointer, trailer: UInt64) -> UnsafeMutableRawPointer? {
+        let x = descend(to: key, trailer) { _, _ in }
+        return x == head ? nil : x
+    }
+
+    /// Walks down from the top level to the last node before (key, trailer) (head when none),
+    /// telling `atLevel` the last node before it on each level.
+    @inline(__always)
+    private func descend(to key: UnsafeRawBufferPointer, _ trailer: UInt64,
+                         _ atLevel: (Int, UnsafeMutableRawPointer) -> Void) -> UnsafeMutableRawPointer {
         var x = head
         var level = currentHeight.load(ordering: .relaxed) - 1
         while true {
             if let n = Self.next(x, level), Self.compare(n, key, trailer) < 0 {
                 x = n
             } else {
-                if level == 0 { return x == head ? nil : x }
+                atLevel(level, x)
+                if level == 0 { return x }
                 level -= 1
             }
         }
