@@ -110,6 +110,18 @@ final class Account {
             } catch is CancellationError {}
             #expect(try q.find().map { $0.id } == expected)
         }
+        // A built query keeps its index plan between runs: new values must replan.
+        let q = try box.query { IRow.qty == 0 && IRow.label == "" }.build()
+        for qty in [0, 1, -1, Int.max, 3] {
+            for label in ["", "band", "a\u{0}b", "zz"] {
+                try q.setParameter(IRow.qty, to: qty)
+                try q.setParameter(IRow.label, to: label)
+                let expected = rows.filter { $0.qty == qty && $0.label == label }.map(\.id).sorted()
+                #expect(try q.find().map { $0.id } == expected, "qty \(qty), label \(label)")
+                #expect(try q.findIds() == expected)
+                #expect(try q.count() == expected.count)
+            }
+        }
     }
 
     static func randomRow(_ rng: inout SplitMix64) -> IRow {

@@ -4,7 +4,10 @@
 final class ObjectMatcher {
     let binding: EntityBinding
     let store: Store
-    let transaction: Transaction?
+    /// The transaction of the run under way (a built query reuses its matcher from run to run).
+    var transaction: Transaction?
+    /// The declared positions ``field(_:)`` may be asked for.
+    let fieldsNeeded: Set<Int>
     private let types: [PropertyType]
     private let needed: [Bool]
     /// Per declared field: the value of the object last loaded (or the type's default).
@@ -19,6 +22,7 @@ final class ObjectMatcher {
         self.binding = binding
         self.store = store
         self.transaction = transaction
+        self.fieldsNeeded = fieldsNeeded
         let schema = T._strataSchema
         types = schema.properties.map { $0.type }
         backlinks = schema.backlinks

@@ -13,11 +13,17 @@
 /// Equality, range, `isIn`, `isNil` and case-sensitive `startsWith` conditions on an `@Index`
 /// property read the index (O(log n + k)); other conditions scan the entity's objects once,
 /// reading only the fields they need; links narrow the objects through the relation edges first.
+///
+/// A built query keeps its index plan and matcher between runs, so it is used by one thread at
+/// a time (it is not `Sendable`); build one per thread to query from several.
 public final class Query<T: Entity> {
     let box: Box<T>
     private(set) var condition: ConditionNode
     let orderings: [QueryOrdering]
     let links: [QueryLink]
+    /// What stays the same from run to run: the index plan (until a parameter changes) and
+    /// the matcher.
+    private let reuse = QueryRun.Reuse()
 
     init(box: Box<T>, condition: ConditionNode, orderings: [QueryOrdering], links: [QueryLink]) {
         self.box = box
@@ -45,7 +51,7 @@ public final class Query<T: Entity> {
             let store = self.store
             let b = try store.binding(for: T.self).get()
             try QueryRun.scan(T.self, condition: condition, fieldsNeeded: [], candidates: try linkCandidates(b, in: t),
-                              store: store, in: t, bytes: { id, bytes throws(StrataError) in
+                              store: store, in: t, reuse: reuse, bytes: { id, bytes throws(StrataError) in
                 if skipped < offset {
                     skipped += 1
                     return true
@@ -109,6 +115,7 @@ public final class Query<T: Entity> {
         let replaced = condition.replacing(field: field, with: r, count: &count)
         guard count > 0 else { throw .invalidQuery(reason: "the query has no condition of that kind on \(property.name)") }
         condition = replaced
+        reuse.planMade = false
     }
 
     // MARK: running
@@ -151,7 +158,8 @@ public final class Query<T: Entity> {
             return f
         }
         var out: [Match] = []
-        try QueryRun.scan(T.self, condition: condition, fieldsNeeded: Set(orderFields), candidates: candidates, store: store, in: t) { id, m throws(StrataError) in
+        try QueryRun.scan(T.self, condition: condition, fieldsNeeded: Set(orderFields), candidates: candidates, store: store, in: t,
+                          reuse: reuse) { id, m throws(StrataError) in
             out.append(Match(id: id, keys: orderFields.map { m.field($0).owned }))
         }
         return out
@@ -180,22 +188,48 @@ public final class Query<T: Entity> {
 
 /// The scans queries and links run.
 enum QueryRun {
+    /// What a built query keeps between its runs, so that a lookup re-run with new parameter
+    /// values does not plan and allocate again (a tenth of an indexed equality lookup each).
+    final class Reuse {
+        /// Whether `plan` is the plan of the query's current condition.
+        var planMade = false
+        var plan: IndexPlan?
+        var matcher: ObjectMatcher?
+    }
+
     /// Calls `body` for each object of `R` matching `condition` (among `candidates` when
     /// given), by increasing id, with the matcher holding its `fieldsNeeded`; then `bytes`
     /// with the object's stored bytes, which ends the scan by returning false.
     static func scan<R: Entity>(_ type: R.Type, condition: ConditionNode, fieldsNeeded: Set<Int>, candidates: Set<Id>? = nil,
-                                store: Store, in t: Transaction?,
+                                store: Store, in t: Transaction?, reuse: Reuse? = nil,
                                 _ body: (Id, ObjectMatcher) throws(StrataError) -> Void = { _, _ in },
                                 bytes: ((Id, UnsafeRawBufferPointer) throws(StrataError) -> Bool)? = nil) throws(StrataError) {
         let b = try store.binding(for: R.self).get()
         var candidates = candidates
         // Links already narrow to the related objects (usually few): reading an index range on
         // top would cost more than evaluating the condition on them.
-        if candidates == nil, let plan = IndexPlan.make(condition, binding: b) {
-            candidates = try plan.candidates(store: store, binding: b, in: t)
+        if candidates == nil {
+            let plan: IndexPlan?
+            if let reuse, reuse.planMade {
+                plan = reuse.plan
+            } else {
+                plan = IndexPlan.make(condition, binding: b)
+                reuse?.plan = plan
+                reuse?.planMade = true
+            }
+            if let plan { candidates = try plan.candidates(store: store, binding: b, in: t) }
         }
         do {
-            let m = try ObjectMatcher(R.self, binding: b, store: store, transaction: t, fieldsNeeded: condition.fields.union(fieldsNeeded))
+            let fields = condition.fields.union(fieldsNeeded)
+            let m: ObjectMatcher
+            if let cached = reuse?.matcher, cached.fieldsNeeded == fields, cached.binding === b {
+                m = cached
+                m.transaction = t
+            } else {
+                m = try ObjectMatcher(R.self, binding: b, store: store, transaction: t, fieldsNeeded: fields)
+                reuse?.matcher = m
+            }
+            defer { m.transaction = nil }   // no transaction outlives its run through the cache
             let box = store.box(for: R.self)
             /// False when `bytes` ends the scan.
             func visit(_ id: Id, _ raw: UnsafeRawBufferPointer) throws(StrataError) -> Bool {
