@@ -32,7 +32,7 @@ final class ObjectMatcher {
         defaults = .allocate(capacity: max(1, types.count))
         defaults.initialize(repeating: .null)
         // A field the stored bytes lack (a property added later) has the value `init()` gives it.
-        defaultEncoding = try binding.defaultObject(T.self, store: store)
+        defaultEncoding = try binding.defaultObject(T.self)
         try read(UnsafeRawBufferPointer(defaultEncoding.bytes), into: defaults)
     }
 

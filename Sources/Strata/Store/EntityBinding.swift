@@ -49,7 +49,7 @@ final class EntityBinding: @unchecked Sendable {
     }
 
     /// The encoding of a fresh `T` (made once per binding).
-    func defaultObject<T: Entity>(_ type: T.Type, store: Store) throws(StrataError) -> DefaultEncoding {
+    func defaultObject<T: Entity>(_ type: T.Type) throws(StrataError) -> DefaultEncoding {
         if let made = defaultEncoding.withLock({ $0 }) { return made }
         var encoded: [UInt8] = []
         encode(try Store.freshObject(T.self, binding: self), into: &encoded)

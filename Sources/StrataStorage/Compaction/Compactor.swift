@@ -60,9 +60,7 @@ struct Compactor {
             for l in levels.indices {
                 let segments = levels[l]
                 var i = cursors[l]
-                while i < segments.count, segments[i].meta.largest.withUnsafeBytes({
-                    InternalKey.compareUserKeys(InternalKey.userKey($0), userKey) < 0
-                }) { i += 1 }
+                while i < segments.count, segments[i].endsBefore(userKey) { i += 1 }
                 cursors[l] = i
                 if i < segments.count, segments[i].covers(userKey) { return true }
             }

@@ -150,15 +150,12 @@ extension Engine {
     /// the processor with the lock released.
     /// REQUIRES: `commitLock` held by the commit leader.
     private func gatherGroup(expecting count: Int) {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let deadline = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec) + Self.groupGatherMicros * 1_000
+        let deadline = monotonicSeconds() + Double(Self.groupGatherMicros) / 1e6
         while writers.count < count {
             commitLock.unlock()
             sched_yield()
             commitLock.lock()
-            clock_gettime(CLOCK_MONOTONIC, &now)
-            if UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec) >= deadline { break }
+            if monotonicSeconds() >= deadline { break }
         }
     }
 

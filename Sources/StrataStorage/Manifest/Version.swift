@@ -28,9 +28,12 @@ final class LiveSegment: Sendable {
 
     private func endsBefore(_ lowerBound: [UInt8]?) -> Bool {
         guard let lowerBound else { return false }
-        return meta.largest.withUnsafeBytes { largest in
-            lowerBound.withUnsafeBytes { InternalKey.compareUserKeys(InternalKey.userKey(largest), $0) < 0 }
-        }
+        return lowerBound.withUnsafeBytes { endsBefore($0) }
+    }
+
+    /// Whether every key of the segment is below the user key `userKey`.
+    func endsBefore(_ userKey: UnsafeRawBufferPointer) -> Bool {
+        meta.largest.withUnsafeBytes { InternalKey.compareUserKeys(InternalKey.userKey($0), userKey) < 0 }
     }
 
     private func startsAtOrAfter(_ upperBound: [UInt8]?) -> Bool {
