@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Result of one workload run in one process.
 struct Measurement: Codable {
@@ -30,8 +31,8 @@ func directorySize(_ path: String) -> Int {
     let fm = FileManager.default
     guard let names = try? fm.contentsOfDirectory(atPath: path) else { return 0 }
     return names.reduce(0) { total, name in
-        let size = (try? fm.attributesOfItem(atPath: path + "/" + name)[.size] as? Int) ?? 0
-        return total + (size ?? 0)
+        let attributes = try? fm.attributesOfItem(atPath: path + "/" + name)
+        return total + (attributes?[.size] as? Int ?? 0)
     }
 }
 
@@ -103,8 +104,7 @@ func run<E: BenchEngine>(_ type: E.Type, workload: Workload, count n: Int, direc
         let order = Array(data.permutation(seed: 42).prefix(operations))
         let threads = 8
         let group = DispatchGroup()
-        let failure = NSLock()
-        var firstError: Error?
+        let firstError = Mutex<(any Error)?>(nil)
         let start = now()
         for t in 0..<threads {
             group.enter()
@@ -114,7 +114,7 @@ func run<E: BenchEngine>(_ type: E.Type, workload: Workload, count n: Int, direc
                     do {
                         try data.withKey(i) { k in try data.withValue(i) { v in try engine.putConcurrently(key: k, value: v, sync: true) } }
                     } catch {
-                        failure.lock(); firstError = firstError ?? error; failure.unlock()
+                        firstError.withLock { $0 = $0 ?? error }
                     }
                 }
                 group.leave()
@@ -122,7 +122,7 @@ func run<E: BenchEngine>(_ type: E.Type, workload: Workload, count n: Int, direc
         }
         group.wait()
         seconds = now() - start
-        if let firstError { throw firstError }
+        if let error = firstError.withLock({ $0 }) { throw error }
     }
     engine.close()
     return Measurement(engine: E.name, workload: workload.rawValue, operations: operations, seconds: seconds,

@@ -239,7 +239,7 @@ extension Engine {
         }
         let number = manifestLock.withLock { versions.newFileNumber() }
         let path = joinPath(directory, Recovery.walName(number))
-        let file = try fileSystem.openWritable(path, truncate: true)
+        let file = try fileSystem.openLog(path)
         do {
             try fileSystem.syncDirectory(directory)
         } catch {

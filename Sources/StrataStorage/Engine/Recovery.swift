@@ -141,7 +141,7 @@ enum Recovery {
 
         let walNumber = versions.newFileNumber()
         let walPath = joinPath(directory, walName(walNumber))
-        let wal = LogWriter(file: try fs.openWritable(walPath, truncate: true), path: walPath)
+        let wal = LogWriter(file: try fs.openLog(walPath), path: walPath)
         // The new WAL's directory entry is durable before any manifest record names it.
         try fs.syncDirectory(directory)
         if memtables.values.allSatisfy(\.isEmpty) {

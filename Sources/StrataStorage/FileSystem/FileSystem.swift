@@ -15,6 +15,12 @@ public protocol FileSystem: Sendable {
     func listDirectory(_ path: String) throws -> [String]
     /// Opens a file for appending; creates it, or truncates it when `truncate` is true.
     func openWritable(_ path: String, truncate: Bool) throws -> any WritableFile
+    /// Creates, or empties, a log that only this process appends to (a WAL). A file system may
+    /// reserve space ahead of the appends and write through a shared mapping of it, so that an
+    /// append is a copy into the page cache instead of a system call; until the file is closed,
+    /// it then ends in zero bytes after the last append (SPEC.md §5.2). The default is
+    /// ``openWritable(_:truncate:)`` with `truncate: true`.
+    func openLog(_ path: String) throws -> any WritableFile
     func openReadable(_ path: String) throws -> any ReadableFile
     /// Opens a file that nobody writes, truncates or replaces while it is open (a segment), for
     /// many small random reads. A file system may serve these reads from memory it maps instead
@@ -63,6 +69,8 @@ public protocol FileLock: AnyObject, Sendable {
 }
 
 extension FileSystem {
+    public func openLog(_ path: String) throws -> any WritableFile { try openWritable(path, truncate: true) }
+
     public func openImmutable(_ path: String) throws -> any ReadableFile { try openReadable(path) }
 
     /// Reads a whole file into memory.

@@ -13,8 +13,9 @@ private let systemClose = Darwin.close
 private let systemRename = Darwin.rename
 #endif
 
-/// The real file system, through POSIX calls. Appends go straight to the kernel with `write(2)`
-/// (no user-space buffer), so a process crash never loses an acknowledged write.
+/// The real file system, through POSIX calls. Appends go straight to the kernel, with `write(2)`
+/// or, for a log, a copy into a shared mapping (no user-space buffer), so a process crash never
+/// loses an acknowledged write.
 public struct PosixFileSystem: FileSystem {
     public init() {}
 
@@ -63,6 +64,11 @@ public struct PosixFileSystem: FileSystem {
             throw e
         }
         return PosixWritableFile(fd: fd, path: path, size: UInt64(st.st_size))
+    }
+
+    /// Appends through a mapping of space reserved ahead (``PosixMappedLogFile``).
+    public func openLog(_ path: String) throws -> any WritableFile {
+        try PosixMappedLogFile(path: path)
     }
 
     public func openReadable(_ path: String) throws -> any ReadableFile {

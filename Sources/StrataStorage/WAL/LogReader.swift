@@ -4,7 +4,8 @@
 /// valid record starts anywhere after it: a crash in the middle of an append. Reading stops there
 /// and reports where the valid prefix ends. If a valid record does follow, the damage is in the
 /// middle of the log and reading fails with ``StorageError/corruption(file:offset:reason:)``:
-/// silently skipping it would lose acknowledged writes.
+/// silently skipping it would lose acknowledged writes. Zero bytes from a record boundary to the
+/// end of the file are not damage: they are space reserved ahead of the appends.
 struct LogReader {
     let bytes: [UInt8]
     let path: String
@@ -35,6 +36,11 @@ struct LogReader {
                     try body(payload, offset)
                     offset += FormatConstants.logRecordHeaderBytes + payload.count
                     continue
+                }
+                // Zero bytes to the end: space the writer reserved and never reached
+                // (PosixMappedLogFile), the log's clean end rather than damage.
+                if UnsafeRawBufferPointer(rebasing: raw[offset...]).allSatisfy({ $0 == 0 }) {
+                    return Outcome(validEnd: offset, droppedTornTail: false)
                 }
                 // Damage at `offset`: torn tail or mid-log corruption?
                 var probe = offset + 1
