@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import StrataStorage
 
@@ -114,5 +115,41 @@ import Testing
             #expect(keysA.count >= 40, "\(policy): lost a synced batch (\(keysA.count) left)")
             r.close()
         }
+    }
+
+    /// A rotation leaves the older WAL unsynced (SPEC §8): the first durable write after it
+    /// must sync that WAL before its own record, or a power cut keeps the durable batch and
+    /// drops the non-durable ones before it, a hole. The flush that would make the older WAL
+    /// obsolete is held back so that only the write path can close the gap.
+    @Test func aDurableWriteAfterARotationKeepsEveryEarlierBatchThroughAPowerCut() throws {
+        let fs = InMemoryFileSystem()
+        let flushGate = DispatchSemaphore(value: 0)
+        var options = EngineOptions.testing(fs, memtableBytes: 2 << 10)
+        options.eventListener = { event in if case .flushBegan = event { flushGate.wait() } }
+        let e = try Engine.open(directory: Self.dir, options: options)
+        let a = e.defaultKeySpace
+        func walCount() throws -> Int { try fs.listDirectory(Self.dir).filter { $0.hasSuffix(".wal") }.count }
+        let walsAtStart = try walCount()
+        var written = 0
+        while try walCount() == walsAtStart {
+            var batch = WriteBatch()
+            batch.put(key(written), bytes("value-\(written)"), in: a)
+            try e.write(batch, durability: Durability.none)
+            written += 1
+        }
+        var durable = WriteBatch()
+        durable.put(key(written), bytes("durable"), in: a)
+        try e.write(durable, durability: .sync)
+
+        fs.simulateCrash(.dropUnsynced)
+        flushGate.signal()
+        e.close()
+
+        let r = try Engine.open(directory: Self.dir, options: .testing(fs, memtableBytes: 2 << 10))
+        defer { r.close() }
+        #expect(try r.get(key(written), in: r.defaultKeySpace) == bytes("durable"))
+        var lost = 0
+        for i in 0..<written where try r.get(key(i), in: r.defaultKeySpace) != bytes("value-\(i)") { lost += 1 }
+        #expect(lost == 0, "\(lost) of \(written) batches before the durable one are gone")
     }
 }

@@ -67,6 +67,11 @@ public final class Engine: @unchecked Sendable {
     @exclusivity(unchecked) var wal: LogWriter?
     @exclusivity(unchecked) var walNumber: UInt64
     @exclusivity(unchecked) var walNeedsRotation = false
+    /// WALs replaced by a newer one, still open because their last non-durable writes are not
+    /// yet synced. The next durable write syncs them before its own record (so that no durable
+    /// write outlives a non-durable one logged before it), unless a flush made them obsolete
+    /// first; most rotations then cost no `fdatasync` at all. Guarded by `commitLock`.
+    @exclusivity(unchecked) var retiredWals: [(number: UInt64, log: LogWriter)] = []
     /// The commit leader's buffer for WAL records (used by one leader at a time).
     @exclusivity(unchecked) var walScratch = ByteWriter(capacity: 64 << 10)
     var keySpacesByName: [String: KeySpace] = [:]
@@ -132,6 +137,8 @@ public final class Engine: @unchecked Sendable {
         commitLock.broadcast()   // stalled writers wake, see the engine closed, and leave
         while flushRunning || compactionScheduled || !writers.isEmpty { commitLock.wait() }
         try? wal?.close()
+        for r in retiredWals { try? r.log.close() }
+        retiredWals = []
         commitLock.unlock()
         if !options.readOnly {
             try? StatsFile.write(stats.lifetime, directory: directory, fileSystem: fileSystem)

@@ -80,6 +80,9 @@ extension Engine {
         if let result {
             backgroundError = result
         } else {
+            // Their writes are in synced segments now: no durable write needs them synced.
+            for r in retiredWals where r.number < logNumber { try? r.log.close() }
+            retiredWals.removeAll { $0.number < logNumber }
             immutables = nil
             publishView()
             maybeScheduleCompaction()

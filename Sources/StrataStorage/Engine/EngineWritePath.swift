@@ -94,11 +94,17 @@ extension Engine {
         lastSequence += UInt64(totalOps)
         let log = wal!   // present: read-only engines stop at checkWritable()
         let tables = memtablesById
+        let retired = needsSync ? retiredWals : []
+        if needsSync { retiredWals = [] }
         commitLock.unlock()
 
         var failure: Error?
         let sizeBefore = log.size
         do {
+            for r in retired {
+                try r.log.sync()
+                stats.walSyncs.add(1, ordering: .relaxed)
+            }
             // Only the leader touches the scratch buffer, so it is reused without a lock.
             walScratch.removeAll()
             var seq = firstSequence
@@ -133,6 +139,11 @@ extension Engine {
 
         commitLock.lock()
         if needsSync { recentSyncWriters = writers.count }
+        if failure == nil {
+            for r in retired { try? r.log.close() }
+        } else {
+            retiredWals.insert(contentsOf: retired, at: 0)
+        }
         if failure == nil {
             visibleSequence.store(lastSequence, ordering: .releasing)
         } else {
@@ -229,14 +240,11 @@ extension Engine {
     }
 
     /// Switches to a new, empty WAL file (its directory entry synced, so later syncs of it are
-    /// durable). The old WAL is synced first: otherwise a durable write to the new WAL could
-    /// survive a power cut that takes non-durable writes logged before it, a hole in the
-    /// history (found by the power-cut test, RELIABILITY.md §2). REQUIRES: `commitLock` held.
+    /// durable). The old WAL joins `retiredWals`: its unsynced writes must reach the disk before
+    /// any durable write to the new WAL, or a power cut could keep the durable write and take
+    /// non-durable writes logged before it, a hole in the history (found by the power-cut test,
+    /// RELIABILITY.md §2). REQUIRES: `commitLock` held.
     private func startNewWal() throws {
-        if let wal {
-            try wal.sync()
-            stats.walSyncs.add(1, ordering: .relaxed)
-        }
         let number = manifestLock.withLock { versions.newFileNumber() }
         let path = joinPath(directory, Recovery.walName(number))
         let file = try fileSystem.openLog(path)
@@ -247,7 +255,7 @@ extension Engine {
             try? fileSystem.removeFile(path)
             throw error
         }
-        try? wal?.close()
+        if let wal { retiredWals.append((walNumber, wal)) }
         wal = LogWriter(file: file, path: path)
         walNumber = number
     }

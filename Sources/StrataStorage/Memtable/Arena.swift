@@ -9,6 +9,8 @@ final class Arena: @unchecked Sendable {
     // Iterator and arena state belongs to one thread at a time: `@exclusivity(unchecked)` spares
     // the runtime checks on every step.
     @exclusivity(unchecked) private var chunks: [UnsafeMutableRawPointer] = []
+    /// Allocations too large for a chunk: freed with the arena, never pooled.
+    @exclusivity(unchecked) private var largeBlocks: [UnsafeMutableRawPointer] = []
     @exclusivity(unchecked) private var cursor: UnsafeMutableRawPointer?
     @exclusivity(unchecked) private var remaining = 0
     /// Bytes handed out (what the memtable size limit counts); read by other threads.
@@ -17,7 +19,8 @@ final class Arena: @unchecked Sendable {
     let reserved = Atomic<Int>(0)
 
     deinit {
-        for c in chunks { c.deallocate() }
+        for c in largeBlocks { c.deallocate() }
+        ArenaChunkPool.shared.recycle(chunks)
     }
 
     /// Returns `bytes` bytes aligned to 8.
@@ -27,12 +30,12 @@ final class Arena: @unchecked Sendable {
             if size > Self.chunkBytes / 4 {
                 // Large entries get a chunk of their own, so the current chunk's tail is kept.
                 let p = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
-                chunks.append(p)
+                largeBlocks.append(p)
                 usage.add(size, ordering: .relaxed)
                 reserved.add(size, ordering: .relaxed)
                 return p
             }
-            let p = UnsafeMutableRawPointer.allocate(byteCount: Self.chunkBytes, alignment: 8)
+            let p = ArenaChunkPool.shared.take() ?? UnsafeMutableRawPointer.allocate(byteCount: Self.chunkBytes, alignment: 8)
             chunks.append(p)
             cursor = p
             remaining = Self.chunkBytes
