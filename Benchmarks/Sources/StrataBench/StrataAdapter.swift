@@ -52,5 +52,11 @@ final class StrataEngine: BenchEngine {
         _ = try engine.compact()
     }
 
-    func close() { engine.close() }
+    func close() {
+        if ProcessInfo.processInfo.environment["STRATA_BENCH_STATS"] != nil {
+            let c = engine.statistics().sinceOpen
+            FileHandle.standardError.write("stalls \(c.writeStalls) slowdowns \(c.writeSlowdowns) flushes \(c.flushes) compactions \(c.compactions) walSyncs \(c.walSyncs) compactionMB \(c.compactionBytesRead >> 20) compactionSec \(c.compactionSeconds)\n".data(using: .utf8)!)
+        }
+        engine.close()
+    }
 }

@@ -77,17 +77,29 @@ extension Engine {
         if result == nil { removeObsoleteWals(before: logNumber) }
         options.eventListener?(.flushEnded(succeeded: result == nil))
         commitLock.lock()
+        var obsolete: [LogWriter] = []
         if let result {
             backgroundError = result
         } else {
             // Their writes are in synced segments now: no durable write needs them synced.
-            for r in retiredWals where r.number < logNumber { try? r.log.close() }
+            obsolete = retiredWals.filter { $0.number < logNumber }.map(\.log)
             retiredWals.removeAll { $0.number < logNumber }
             immutables = nil
             publishView()
             maybeScheduleCompaction()
         }
+        if !obsolete.isEmpty {
+            // Closing a removed file frees its pages, which takes a while: writers waiting for
+            // room go on meanwhile. `flushRunning` stays set, so `close()` still waits for it.
+            commitLock.broadcast()
+            commitLock.unlock()
+            for log in obsolete { try? log.close() }
+            commitLock.lock()
+        }
         flushRunning = false
+        // Memtables frozen while the logs were closing. (After a failure, the next write or
+        // flush() retries, not this thread in a loop.)
+        if result == nil { scheduleFlush() }
         commitLock.broadcast()
         commitLock.unlock()
     }

@@ -48,7 +48,7 @@ struct BlockBuilder {
         buffer.append(UnsafeRawBufferPointer(rebasing: key[shared...]))
         buffer.append(value)
         lastKey.removeSubrange(shared...)
-        lastKey.append(contentsOf: key[shared...])
+        lastKey.append(contentsOf: UnsafeRawBufferPointer(rebasing: key[shared...]))
         counter += 1
         entryCount += 1
     }
