@@ -118,4 +118,26 @@ import Testing
         try file.close()
         #expect(try Array(Data(contentsOf: URL(fileURLWithPath: path))) == expected)
     }
+
+    /// Segments on a real file system are mapped and their blocks verified and decompressed in
+    /// place (no copy first): damage there must still be a typed corruption error, and blocks
+    /// elsewhere in the file must still read.
+    @Test func aDamagedBlockOfAMappedSegmentIsACorruptionErrorAndTheOthersStillRead() throws {
+        let dir = TemporaryDirectory()
+        let e = try Self.openAndFill(dir.path, count: 5_000)
+        try e.flush()
+        e.close()
+        let segment = try #require(try FileManager.default.contentsOfDirectory(atPath: dir.path).first { $0.hasSuffix(".seg") })
+        let path = dir.path + "/" + segment
+        var bytes = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
+        bytes[3] ^= 0xFF   // inside the first data block
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+
+        let r = try Engine.open(directory: dir.path)
+        defer { r.close() }
+        #expect(throws: StorageError.corruption(file: path, offset: 0, reason: "block checksum mismatch")) {
+            _ = try r.get(Self.key(0), in: r.defaultKeySpace)
+        }
+        #expect(try r.get(Self.key(4_999), in: r.defaultKeySpace) == Self.value(4_999))
+    }
 }

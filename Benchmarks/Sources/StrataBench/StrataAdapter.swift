@@ -55,7 +55,7 @@ final class StrataEngine: BenchEngine {
     func close() {
         if ProcessInfo.processInfo.environment["STRATA_BENCH_STATS"] != nil {
             let c = engine.statistics().sinceOpen
-            FileHandle.standardError.write("stalls \(c.writeStalls) slowdowns \(c.writeSlowdowns) flushes \(c.flushes) compactions \(c.compactions) walSyncs \(c.walSyncs) compactionMB \(c.compactionBytesRead >> 20) compactionSec \(c.compactionSeconds)\n".data(using: .utf8)!)
+            FileHandle.standardError.write("stalls \(c.writeStalls) slowdowns \(c.writeSlowdowns) flushes \(c.flushes) compactions \(c.compactions) walSyncs \(c.walSyncs) compactionMB \(c.compactionBytesRead >> 20) compactionSec \(c.compactionSeconds) cacheHits \(c.blockCacheHits) cacheMisses \(c.blockCacheMisses) bloomNegatives \(c.bloomFilterNegatives)\n".data(using: .utf8)!)
         }
         engine.close()
     }

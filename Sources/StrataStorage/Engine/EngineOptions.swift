@@ -31,8 +31,9 @@ public struct EngineOptions: Sendable {
     public var memtableBytes = 4 << 20
     /// Size of the LRU cache of decoded blocks.
     public var blockCacheBytes = 64 << 20
-    /// Target size of a data block before compression.
-    public var blockBytes = 4096
+    /// Target size of a data block before compression. 2 KiB by measurement (SPEC.md §6.1):
+    /// random point reads ran 20% faster than with 4 KiB, for 5% more space on disk.
+    public var blockBytes = 2048
     /// Size at which compaction cuts its output into a new segment (default 2 MiB).
     public var targetSegmentBytes = Int(CompactionPolicy.targetSegmentBytes)
     /// Bloom filter bits per key (0 disables the filter's effect: every key "may" be there).
@@ -57,7 +58,7 @@ public struct EngineOptions: Sendable {
     public init() {}
 
     var segmentLayout: SegmentLayout {
-        SegmentLayout(blockBytes: max(256, blockBytes), restartInterval: 16,
+        SegmentLayout(blockBytes: max(256, blockBytes), restartInterval: 8,
                       bloomBitsPerKey: max(1, bloomBitsPerKey), compress: compression)
     }
 }

@@ -60,6 +60,10 @@ public protocol ReadableFile: AnyObject, Sendable {
     /// a file that maps its contents reads these without mapping them into the process, so that
     /// a compaction streaming through a whole level does not grow the resident memory.
     func readOnce(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+    /// The bytes at `offset..<offset+count` where the file maps them, to read in place without
+    /// a copy; nil when the file is not mapped or the range does not lie in it. Valid for as
+    /// long as the file object lives.
+    func mappedBytes(at offset: UInt64, count: Int) -> UnsafeRawBufferPointer?
     func close()
 }
 
@@ -93,6 +97,8 @@ extension FileSystem {
 }
 
 extension ReadableFile {
+    public func mappedBytes(at offset: UInt64, count: Int) -> UnsafeRawBufferPointer? { nil }
+
     public func readOnce(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         try read(at: offset, into: buffer)
     }

@@ -219,6 +219,11 @@ final class PosixReadableFile: ReadableFile {
         return try readOnce(at: offset, into: buffer)
     }
 
+    func mappedBytes(at offset: UInt64, count: Int) -> UnsafeRawBufferPointer? {
+        guard let mapping, count >= 0, offset <= UInt64(mapping.count), UInt64(count) <= UInt64(mapping.count) - offset else { return nil }
+        return UnsafeRawBufferPointer(rebasing: mapping[Int(offset)..<(Int(offset) + count)])
+    }
+
     func readOnce(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         while true {
             let n = pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
