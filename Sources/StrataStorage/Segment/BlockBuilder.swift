@@ -55,8 +55,19 @@ struct BlockBuilder {
 
     /// Appends the restart array and returns the finished contents.
     mutating func finish() -> [UInt8] {
+        appendRestarts()
+        return buffer.bytes
+    }
+
+    /// Appends the restart array and lends the finished contents to `body`, without copying
+    /// them out (the segment writer's per-block path). Call ``reset()`` before adding again.
+    mutating func withFinishedContents<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        appendRestarts()
+        return try buffer.bytes.withUnsafeBytes(body)
+    }
+
+    private mutating func appendRestarts() {
         for r in restarts { buffer.appendFixed32(r) }
         buffer.appendFixed32(UInt32(restarts.count))
-        return buffer.bytes
     }
 }

@@ -27,7 +27,10 @@ final class SegmentWriter {
     @exclusivity(unchecked) private var hasLastUserKey = false
     @exclusivity(unchecked) private var compressScratch: [UInt8] = []
     @exclusivity(unchecked) private var properties: SegmentProperties
-    @exclusivity(unchecked) private var pendingIndexKey: [UInt8]?
+    /// The last key of the block written last, whose index entry waits for the next key (or
+    /// finish()); reused from block to block.
+    @exclusivity(unchecked) private var pendingIndexKey: [UInt8] = []
+    @exclusivity(unchecked) private var hasPendingIndexKey = false
     @exclusivity(unchecked) private var pendingHandle = BlockHandle(offset: 0, size: 0)
 
     init(file: any WritableFile, path: String, keySpaceId: UInt32, layout: SegmentLayout) {
@@ -45,9 +48,7 @@ final class SegmentWriter {
 
     /// Adds an entry. REQUIRES: internal keys strictly increasing.
     func add(internalKey: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
-        if let k = pendingIndexKey {
-            addIndexEntry(k)
-        }
+        if hasPendingIndexKey { addIndexEntry() }
         let userKey = InternalKey.userKey(internalKey)
         if !hasLastUserKey || !lastUserKey.withUnsafeBytes({ $0.bytesEqual(userKey) }) {
             hashes.append(BloomFilter.hash(userKey))
@@ -70,53 +71,62 @@ final class SegmentWriter {
         }
     }
 
-    private func addIndexEntry(_ key: [UInt8]) {
+    private func addIndexEntry() {
         var w = ByteWriter(capacity: 20)
         pendingHandle.encode(into: &w)
-        key.withUnsafeBytes { k in w.bytes.withUnsafeBytes { v in indexBlock.add(key: k, value: v) } }
-        pendingIndexKey = nil
+        pendingIndexKey.withUnsafeBytes { k in w.bytes.withUnsafeBytes { v in indexBlock.add(key: k, value: v) } }
+        hasPendingIndexKey = false
     }
 
     private func finishDataBlock() throws {
         guard !dataBlock.isEmpty else { return }
-        let lastKey = dataBlock.lastKey
-        let contents = dataBlock.finish()
-        pendingHandle = try writeBlock(contents, compress: layout.compress)
         // The index entry is the block's last key; added lazily so finish() can write the last one.
-        pendingIndexKey = lastKey
-        properties.largestKey = lastKey
+        pendingIndexKey.removeAll(keepingCapacity: true)
+        pendingIndexKey.append(contentsOf: dataBlock.lastKey)
+        hasPendingIndexKey = true
+        let compress = layout.compress
+        pendingHandle = try dataBlock.withFinishedContents { try writeBlock($0, compress: compress) }
         properties.dataBlockCount += 1
         dataBlock.reset()
     }
 
-    /// Buffers one block with its trailer; returns its handle.
     private func writeBlock(_ contents: [UInt8], compress: Bool) throws -> BlockHandle {
-        var type = BlockCompression.none
-        var payload = contents
+        try contents.withUnsafeBytes { try writeBlock($0, compress: compress) }
+    }
+
+    /// Buffers one block with its trailer; returns its handle.
+    private func writeBlock(_ contents: UnsafeRawBufferPointer, compress: Bool) throws -> BlockHandle {
         if compress, contents.count >= 64 {
             let bound = Int(LZ4_compressBound(Int32(contents.count)))
             if compressScratch.count < bound + 10 { compressScratch = [UInt8](repeating: 0, count: bound + 10) }
-            var header = ByteWriter(capacity: 10)
-            header.appendVarint(UInt64(contents.count))
-            let hl = header.count
-            let n = contents.withUnsafeBytes { src in
-                compressScratch.withUnsafeMutableBytes { dst in
-                    for i in 0..<hl { dst[i] = header.bytes[i] }
-                    return Int(LZ4_compress_default(src.baseAddress!.assumingMemoryBound(to: CChar.self),
-                                                    (dst.baseAddress! + hl).assumingMemoryBound(to: CChar.self),
-                                                    Int32(contents.count), Int32(bound)))
+            let kept = compressScratch.withUnsafeMutableBytes { dst -> Int? in
+                var at = 0
+                var v = UInt64(contents.count)
+                while v >= 0x80 {
+                    dst[at] = UInt8(truncatingIfNeeded: v) | 0x80
+                    v >>= 7
+                    at += 1
                 }
+                dst[at] = UInt8(v)
+                at += 1
+                let n = Int(LZ4_compress_default(contents.baseAddress!.assumingMemoryBound(to: CChar.self),
+                                                 (dst.baseAddress! + at).assumingMemoryBound(to: CChar.self),
+                                                 Int32(contents.count), Int32(bound)))
+                // Keep compression only when it saves at least 1/8: decompressing costs reads.
+                return n > 0 && at + n < contents.count - contents.count / 8 ? at + n : nil
             }
-            // Keep compression only when it saves at least 1/8: decompressing costs reads.
-            if n > 0, hl + n < contents.count - contents.count / 8 {
-                type = .lz4
-                payload = Array(compressScratch[0..<(hl + n)])
+            if let kept {
+                return try compressScratch.withUnsafeBytes { try appendBlock(UnsafeRawBufferPointer(rebasing: $0[0..<kept]), type: .lz4) }
             }
         }
+        return try appendBlock(contents, type: .none)
+    }
+
+    private func appendBlock(_ payload: UnsafeRawBufferPointer, type: BlockCompression) throws -> BlockHandle {
         let handle = BlockHandle(offset: offset, size: UInt64(payload.count))
         output.append(payload)
         output.append(type.rawValue)
-        var crc = payload.withUnsafeBytes { Checksum.crc32c($0) }
+        var crc = Checksum.crc32c(payload)
         crc = withUnsafeBytes(of: type.rawValue) { Checksum.crc32c($0, extending: crc) }
         output.appendFixed32(Checksum.mask(crc))
         offset += UInt64(payload.count + FormatConstants.blockTrailerBytes)
@@ -132,7 +142,8 @@ final class SegmentWriter {
     /// Writes the remaining blocks and the footer, syncs and closes the file.
     func finish() throws -> SegmentProperties {
         try finishDataBlock()
-        if let k = pendingIndexKey { addIndexEntry(k) }
+        if properties.dataBlockCount > 0 { properties.largestKey = pendingIndexKey }
+        if hasPendingIndexKey { addIndexEntry() }
         let filterHandle = try writeBlock(BloomFilter.build(hashes: hashes, bitsPerKey: layout.bloomBitsPerKey), compress: false)
         if properties.entryCount == 0 { properties.minSequence = 0 }
         let propsHandle = try writeBlock(properties.encode(), compress: false)
