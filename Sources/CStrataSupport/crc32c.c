@@ -70,38 +70,40 @@ static inline uint32_t crc_shift(uint32_t table[4][256], uint32_t c) {
 
 static inline uint64_t load64(const uint8_t *p) { uint64_t w; memcpy(&w, p, 8); return w; }
 
+// Runs three chains over adjacent stretches of `stretch` bytes for as long as three fit, then
+// joins them (see above). Inlined per call site, so `stretch` is a constant in each loop.
+__attribute__((target("sse4.2"), always_inline))
+static inline uint64_t crc_three_way(uint64_t c, const uint8_t **pp, size_t *np, size_t stretch,
+                                     uint32_t table[4][256]) {
+    const uint8_t *p = *pp;
+    size_t n = *np;
+    while (n >= 3 * stretch) {
+        uint64_t c0 = c, c1 = 0, c2 = 0;
+        const uint8_t *end = p + stretch;
+        do {
+            c0 = _mm_crc32_u64(c0, load64(p));
+            c1 = _mm_crc32_u64(c1, load64(p + stretch));
+            c2 = _mm_crc32_u64(c2, load64(p + 2 * stretch));
+            p += 8;
+        } while (p < end);
+        c = crc_shift(table, (uint32_t)c0) ^ c1;
+        c = crc_shift(table, (uint32_t)c) ^ c2;
+        p += 2 * stretch;
+        n -= 3 * stretch;
+    }
+    *pp = p;
+    *np = n;
+    return c;
+}
+
 __attribute__((target("sse4.2")))
 static uint32_t crc32c_sse42(uint32_t crc, const uint8_t *p, size_t n) {
     uint64_t c = ~crc;
     while (n > 0 && ((uintptr_t)p & 7)) { c = _mm_crc32_u8((uint32_t)c, *p++); n--; }
-    if (n >= 3 * CRC_SHORT) pthread_once(&crc_shift_once, crc_build_shifts);
-    while (n >= 3 * CRC_LONG) {
-        uint64_t c0 = c, c1 = 0, c2 = 0;
-        const uint8_t *end = p + CRC_LONG;
-        do {
-            c0 = _mm_crc32_u64(c0, load64(p));
-            c1 = _mm_crc32_u64(c1, load64(p + CRC_LONG));
-            c2 = _mm_crc32_u64(c2, load64(p + 2 * CRC_LONG));
-            p += 8;
-        } while (p < end);
-        c = crc_shift(crc_long_shift, (uint32_t)c0) ^ c1;
-        c = crc_shift(crc_long_shift, (uint32_t)c) ^ c2;
-        p += 2 * CRC_LONG;
-        n -= 3 * CRC_LONG;
-    }
-    while (n >= 3 * CRC_SHORT) {
-        uint64_t c0 = c, c1 = 0, c2 = 0;
-        const uint8_t *end = p + CRC_SHORT;
-        do {
-            c0 = _mm_crc32_u64(c0, load64(p));
-            c1 = _mm_crc32_u64(c1, load64(p + CRC_SHORT));
-            c2 = _mm_crc32_u64(c2, load64(p + 2 * CRC_SHORT));
-            p += 8;
-        } while (p < end);
-        c = crc_shift(crc_short_shift, (uint32_t)c0) ^ c1;
-        c = crc_shift(crc_short_shift, (uint32_t)c) ^ c2;
-        p += 2 * CRC_SHORT;
-        n -= 3 * CRC_SHORT;
+    if (n >= 3 * CRC_SHORT) {
+        pthread_once(&crc_shift_once, crc_build_shifts);
+        c = crc_three_way(c, &p, &n, CRC_LONG, crc_long_shift);
+        c = crc_three_way(c, &p, &n, CRC_SHORT, crc_short_shift);
     }
     while (n >= 8) {
         c = _mm_crc32_u64(c, load64(p));

@@ -36,15 +36,21 @@ import Testing
         return e
     }
 
+    /// Writes `count` keys to a store in `source`, copies its files to `copy` while it is open,
+    /// closes it; returns the path and bytes of the copy's live WAL.
+    static func crashImageWithLiveWal(_ source: TemporaryDirectory, _ copy: TemporaryDirectory,
+                                      count: Int) throws -> (path: String, bytes: [UInt8]) {
+        let e = try openAndFill(source.path, count: count)
+        try crashImage(of: source.path, to: copy.path)
+        e.close()
+        let wal = try #require(try walFiles(in: copy.path).last)
+        return (wal, try Array(Data(contentsOf: URL(fileURLWithPath: wal))))
+    }
+
     @Test func aCrashImageKeepsEveryWriteAndReadsTheReservedTailAsTheEnd() throws {
         let source = TemporaryDirectory(), copy = TemporaryDirectory()
-        let e = try Self.openAndFill(source.path, count: 20_000)
-        try Self.crashImage(of: source.path, to: copy.path)
-        e.close()
-
+        let (_, image) = try Self.crashImageWithLiveWal(source, copy, count: 20_000)
         // The live WAL of the image still has its reserved zero bytes.
-        let wal = try #require(try Self.walFiles(in: copy.path).last)
-        let image = try Array(Data(contentsOf: URL(fileURLWithPath: wal)))
         #expect(image.count % Self.reserve == 0 && image.last == 0)
 
         let check = try Engine.verify(directory: copy.path)
@@ -66,13 +72,9 @@ import Testing
 
     @Test func aRecordTornInsideTheReservedSpaceIsATornTail() throws {
         let source = TemporaryDirectory(), copy = TemporaryDirectory()
-        let e = try Self.openAndFill(source.path, count: 1_000)
-        try Self.crashImage(of: source.path, to: copy.path)
-        e.close()
-
+        let (wal, image) = try Self.crashImageWithLiveWal(source, copy, count: 1_000)
+        var bytes = image
         // Half a record after the last one, then the reserved zeros: an append the crash cut.
-        let wal = try #require(try Self.walFiles(in: copy.path).last)
-        var bytes = try Array(Data(contentsOf: URL(fileURLWithPath: wal)))
         let end = try #require(bytes.lastIndex { $0 != 0 }) + 1
         for i in 0..<30 { bytes[end + i] = UInt8(truncatingIfNeeded: 0x9E &* (i + 1)) }
         try Data(bytes).write(to: URL(fileURLWithPath: wal))

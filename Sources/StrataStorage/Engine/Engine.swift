@@ -254,7 +254,8 @@ public final class Engine: @unchecked Sendable {
     public var latestSequence: UInt64 { visibleSequence.load(ordering: .acquiring) }
 
     /// Bytes of the WAL files recovery would replay (the current one and any older ones whose
-    /// memtable is not flushed yet).
+    /// memtable is not flushed yet), as on disk: an open WAL counts the space reserved ahead of
+    /// its appends (SPEC.md §5.1).
     func walFileBytes() -> UInt64 {
         let logNumber = manifestLock.withLock { versions.logNumber }
         guard let names = try? fileSystem.listDirectory(directory) else { return 0 }

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Chunks of memtables that were flushed, kept for the next memtables of the process. A fresh
 /// chunk costs a page fault every 4 KiB on first touch (14% of a batched write's time); a
 /// recycled one is already mapped. The pool holds at most ``capacity`` chunks (16 MiB), about
@@ -8,12 +6,13 @@ final class ArenaChunkPool: Sendable {
     static let shared = ArenaChunkPool()
     static let capacity = 16
 
-    /// Addresses, so that the pool is Sendable (the chunks belong to no one while pooled).
-    private let free = Mutex<[UInt]>([])
+    /// The chunks belong to no one while pooled. A pthread lock (``LockedValue``), so that
+    /// ThreadSanitizer sees the hand-over between the flush thread and a writer.
+    private let free = LockedValue<[UnsafeMutableRawPointer]>([])
 
     /// A recycled chunk of ``Arena/chunkBytes``, or nil when the pool is empty.
     func take() -> UnsafeMutableRawPointer? {
-        free.withLock { $0.popLast() }.flatMap { UnsafeMutableRawPointer(bitPattern: $0) }
+        free.withLock { $0.popLast() }
     }
 
     /// Keeps what fits under the capacity and deallocates the rest.
@@ -21,7 +20,7 @@ final class ArenaChunkPool: Sendable {
         guard !chunks.isEmpty else { return }
         let room = free.withLock { pool in
             let room = min(chunks.count, max(0, Self.capacity - pool.count))
-            pool.append(contentsOf: chunks.prefix(room).map { UInt(bitPattern: $0) })
+            pool.append(contentsOf: chunks.prefix(room))
             return room
         }
         for c in chunks.dropFirst(room) { c.deallocate() }
