@@ -66,9 +66,15 @@ public struct PosixFileSystem: FileSystem {
         return PosixWritableFile(fd: fd, path: path, size: UInt64(st.st_size))
     }
 
-    /// Appends through a mapping of space reserved ahead (``PosixMappedLogFile``).
+    /// On Linux, appends through a mapping of space reserved ahead (``PosixMappedLogFile``).
+    /// Elsewhere with `write(2)`: Darwin has no `posix_fallocate`, and a store into a mapped
+    /// page that the disk cannot back would end the process with SIGBUS.
     public func openLog(_ path: String) throws -> any WritableFile {
+        #if os(Linux)
         try PosixMappedLogFile(path: path)
+        #else
+        try openWritable(path, truncate: true)
+        #endif
     }
 
     public func openReadable(_ path: String) throws -> any ReadableFile {

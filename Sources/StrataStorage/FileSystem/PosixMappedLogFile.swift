@@ -1,8 +1,5 @@
-#if canImport(Glibc)
+#if os(Linux)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A log file (the WAL) appended through a shared mapping of space reserved ahead, so that an
 /// append is a copy into the page cache rather than a `write(2)` per record: that system call
@@ -14,6 +11,8 @@ import Darwin
 /// into it, so a full disk fails the reservation with a typed error instead of a `SIGBUS` on a
 /// store into an unbacked page. Until ``close()`` cuts the file back to its appended size, the
 /// file ends in zero bytes, which a log reader takes as its end (SPEC.md §5.2).
+///
+/// Linux only: ``PosixFileSystem/openLog(_:)`` uses `write(2)` elsewhere.
 final class PosixMappedLogFile: WritableFile {
     /// Space reserved, and mapped, at a time. A multiple of every page size in use.
     static let reserveBytes: UInt64 = 1 << 20
@@ -107,10 +106,8 @@ final class PosixMappedLogFile: WritableFile {
             mappingFailed = true
             return
         }
-        #if os(Linux)
         // Faults the step in writable in one call, instead of a fault every 4 KiB of log.
         _ = madvise(p, Int(Self.reserveBytes), MADV_POPULATE_WRITE)
-        #endif
         window = p
         windowStart = start
     }
@@ -121,13 +118,8 @@ final class PosixMappedLogFile: WritableFile {
     }
 
     func sync() throws {
-        #if canImport(Glibc)
         // Covers the pages stored through the mapping: they share the file's page cache.
         let r = fdatasync(fd)
-        #else
-        if let window { _ = msync(window, Int(Self.reserveBytes), MS_SYNC) }
-        let r = fsync(fd)
-        #endif
         if r != 0 { throw posixError("fdatasync", path) }
     }
 
@@ -163,9 +155,6 @@ final class PosixMappedLogFile: WritableFile {
 }
 
 private func closeDescriptor(_ fd: Int32) -> Int32 {
-    #if canImport(Glibc)
     Glibc.close(fd)
-    #else
-    Darwin.close(fd)
-    #endif
 }
+#endif
