@@ -113,6 +113,7 @@ import Testing
         expected.removeSubrange(keep...)
         let tail = [UInt8](repeating: 0xAB, count: 5_000)
         try tail.withUnsafeBytes { try file.append($0) }
+        try [UInt8]().withUnsafeBytes { try file.append($0) }   // nothing to add, nothing breaks
         expected += tail
         try file.sync()
 

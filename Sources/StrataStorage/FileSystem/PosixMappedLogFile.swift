@@ -48,6 +48,7 @@ final class PosixMappedLogFile: WritableFile {
     }
 
     func append(_ bytes: UnsafeRawBufferPointer) throws {
+        guard !bytes.isEmpty else { return }
         let end = size + UInt64(bytes.count)
         if let window, size >= windowStart, end <= windowStart + Self.reserveBytes {
             copy(bytes, into: window, end: end)
@@ -58,7 +59,7 @@ final class PosixMappedLogFile: WritableFile {
 
     @inline(__always)
     private func copy(_ bytes: UnsafeRawBufferPointer, into window: UnsafeMutableRawPointer, end: UInt64) {
-        if bytes.count > 0 { (window + Int(size - windowStart)).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+        (window + Int(size - windowStart)).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
         size = end
         touched = max(touched, end)
     }
