@@ -21,12 +21,18 @@ struct IndexPlan {
         switch node {
         case let .compare(f, op, v):
             guard let h = header(f), !v.isNaN, !v.isNullValue else { return nil }
-            let value = h + IndexKey.encode(v)
-            let typeStart = h + [IndexKey.encode(v)[0]]
-            let typeEnd = IndexKey.successor(typeStart)
+            // Equality first: a re-run lookup replans on every new parameter value, and the
+            // range bounds below would be three more encodings it does not use.
             switch op {
             case .equal: return IndexPlan(ranges: [point(h, v)])
             case .notEqual: return nil
+            default: break
+            }
+            let value = h + IndexKey.encode(v)
+            let typeStart = h + [value[h.count]]
+            let typeEnd = IndexKey.successor(typeStart)
+            switch op {
+            case .equal, .notEqual: return nil   // handled above
             case .less: return IndexPlan(ranges: [(typeStart, value)])
             case .lessOrEqual: return IndexPlan(ranges: [(typeStart, IndexKey.successor(value))])
             case .greater: return IndexPlan(ranges: [(IndexKey.successor(value) ?? value, typeEnd)])
