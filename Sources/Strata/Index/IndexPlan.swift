@@ -21,22 +21,19 @@ struct IndexPlan {
         switch node {
         case let .compare(f, op, v):
             guard let h = header(f), !v.isNaN, !v.isNullValue else { return nil }
-            // Equality first: a re-run lookup replans on every new parameter value, and the
-            // range bounds below would be three more encodings it does not use.
+            // Each operator builds only the bounds it uses: a re-run equality lookup replans on
+            // every new parameter value.
+            let value = { h + IndexKey.encode(v) }
+            let typeStart = { h + [IndexKey.encode(v)[0]] }
             switch op {
             case .equal: return IndexPlan(ranges: [point(h, v)])
             case .notEqual: return nil
-            default: break
-            }
-            let value = h + IndexKey.encode(v)
-            let typeStart = h + [value[h.count]]
-            let typeEnd = IndexKey.successor(typeStart)
-            switch op {
-            case .equal, .notEqual: return nil   // handled above
-            case .less: return IndexPlan(ranges: [(typeStart, value)])
-            case .lessOrEqual: return IndexPlan(ranges: [(typeStart, IndexKey.successor(value))])
-            case .greater: return IndexPlan(ranges: [(IndexKey.successor(value) ?? value, typeEnd)])
-            case .greaterOrEqual: return IndexPlan(ranges: [(value, typeEnd)])
+            case .less: return IndexPlan(ranges: [(typeStart(), value())])
+            case .lessOrEqual: return IndexPlan(ranges: [(typeStart(), IndexKey.successor(value()))])
+            case .greater:
+                let bound = value()
+                return IndexPlan(ranges: [(IndexKey.successor(bound) ?? bound, IndexKey.successor(typeStart()))])
+            case .greaterOrEqual: return IndexPlan(ranges: [(value(), IndexKey.successor(typeStart()))])
             }
         case let .between(f, lo, hi):
             guard let h = header(f), !lo.isNaN, !hi.isNaN, !lo.isNullValue, !hi.isNullValue else { return nil }

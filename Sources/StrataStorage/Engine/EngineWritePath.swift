@@ -140,15 +140,12 @@ extension Engine {
         commitLock.lock()
         if needsSync { recentSyncWriters = writers.count }
         if failure == nil {
-            for r in retired { try? r.log.close() }
-        } else {
-            retiredWals.insert(contentsOf: retired, at: 0)
-        }
-        if failure == nil {
             visibleSequence.store(lastSequence, ordering: .releasing)
+            for r in retired { try? r.log.close() }
         } else {
             // Sequence numbers of a failed group are skipped, never reused.
             walNeedsRotation = true
+            retiredWals.insert(contentsOf: retired, at: 0)
         }
         finishGroup(group, error: failure)
         commitLock.unlock()

@@ -6,10 +6,11 @@ import Darwin
 import Synchronization
 
 #if canImport(Glibc)
-private let systemClose = Glibc.close
+/// `close(2)`, under a name the file classes' own `close()` does not shadow.
+let systemClose = Glibc.close
 private let systemRename = Glibc.rename
 #elseif canImport(Darwin)
-private let systemClose = Darwin.close
+let systemClose = Darwin.close
 private let systemRename = Darwin.rename
 #endif
 

@@ -44,7 +44,7 @@ final class PosixMappedLogFile: WritableFile {
 
     deinit {
         unmapWindow()
-        if !isClosed { _ = closeDescriptor(fd) }
+        if !isClosed { _ = systemClose(fd) }
     }
 
     func append(_ bytes: UnsafeRawBufferPointer) throws {
@@ -150,12 +150,8 @@ final class PosixMappedLogFile: WritableFile {
         isClosed = true
         unmapWindow()
         let cut = ftruncate(fd, off_t(size)) == 0 ? nil : posixError("ftruncate", path)
-        if closeDescriptor(fd) != 0 { throw posixError("close", path) }
+        if systemClose(fd) != 0 { throw posixError("close", path) }
         if let cut { throw cut }
     }
-}
-
-private func closeDescriptor(_ fd: Int32) -> Int32 {
-    Glibc.close(fd)
 }
 #endif

@@ -26,6 +26,8 @@ final class SegmentWriter {
     @exclusivity(unchecked) private var lastUserKey: [UInt8] = []
     @exclusivity(unchecked) private var hasLastUserKey = false
     @exclusivity(unchecked) private var compressScratch: [UInt8] = []
+    /// The uncompressed-length prefix of a compressed block, reused from block to block.
+    @exclusivity(unchecked) private var lengthPrefix = ByteWriter(capacity: 10)
     @exclusivity(unchecked) private var properties: SegmentProperties
     /// The last key of the block written last, whose index entry waits for the next key (or
     /// finish()); reused from block to block.
@@ -99,16 +101,11 @@ final class SegmentWriter {
         if compress, contents.count >= 64 {
             let bound = Int(LZ4_compressBound(Int32(contents.count)))
             if compressScratch.count < bound + 10 { compressScratch = [UInt8](repeating: 0, count: bound + 10) }
+            lengthPrefix.removeAll()
+            lengthPrefix.appendVarint(contents.count)
             let kept = compressScratch.withUnsafeMutableBytes { dst -> Int? in
-                var at = 0
-                var v = UInt64(contents.count)
-                while v >= 0x80 {
-                    dst[at] = UInt8(truncatingIfNeeded: v) | 0x80
-                    v >>= 7
-                    at += 1
-                }
-                dst[at] = UInt8(v)
-                at += 1
+                let at = lengthPrefix.count
+                lengthPrefix.bytes.withUnsafeBytes { dst.copyMemory(from: $0) }
                 let n = Int(LZ4_compress_default(contents.baseAddress!.assumingMemoryBound(to: CChar.self),
                                                  (dst.baseAddress! + at).assumingMemoryBound(to: CChar.self),
                                                  Int32(contents.count), Int32(bound)))
