@@ -35,6 +35,13 @@ import Testing
                 let k = "k\(rng.below(60))"
                 #expect(try e.getString(k, in: ks, snapshot: snapshot) == m[k], "seed \(seed) get \(k)")
             }
+            // A batched read of random keys, some absent, some repeated.
+            let wanted = (0..<(1 + rng.below(40))).map { _ in "k\(rng.below(60))" }
+            var list = KeyList()
+            for k in wanted { list.append(bytes(k)) }
+            var batched: [String?] = []
+            try e.visitValues(forKeys: list, in: ks, snapshot: snapshot) { _, v in batched.append(v.map { String(decoding: $0, as: UTF8.self) }) }
+            #expect(batched == wanted.map { m[$0] }, "seed \(seed) batched read of \(wanted)")
             // Direction changes in the middle.
             if !all.isEmpty {
                 let start = all[rng.below(all.count)]

@@ -239,10 +239,7 @@ enum QueryRun {
                 return try bytes?(id, raw) ?? true
             }
             if let candidates {
-                var more = true
-                for id in candidates.sorted() where more {
-                    _ = try box.withStoredBytes(id, binding: b, in: t) { raw in more = try visit(id, raw) }
-                }
+                try box.forEachStored(candidates.sorted(), binding: b, in: t) { id, raw in try visit(id, raw) }
             } else {
                 try box.forEach(binding: b, in: t) { id, raw in try visit(id, raw) }
             }

@@ -262,7 +262,10 @@ public struct Box<T: Entity>: Sendable {
         return try store.read(consistent: true) { t in
             var out: [T] = []
             out.reserveCapacity(ids.count)
-            for id in ids { try load(id, binding: b, in: t, into: &out) }
+            try forEachStored(ids, binding: b, in: t) { id, v in
+                out.append(try b.decode(T.self, id: id, from: v, store: store))
+                return true
+            }
             return out
         }
     }
@@ -331,10 +334,36 @@ public struct Box<T: Entity>: Sendable {
         }
     }
 
-    /// Appends the object with `id` to `out` if it is stored. Appending instead of returning an
-    /// optional keeps generic-optional handling (a runtime metadata lookup) off the per-object path.
-    private func load(_ id: Id, binding b: EntityBinding, in t: Transaction?, into out: inout [T]) throws {
-        _ = try withStoredBytes(id, binding: b, in: t) { v in out.append(try b.decode(T.self, id: id, from: v, store: store)) }
+    /// How many objects a batched read asks the engine for at once: enough for the engine to
+    /// overlap their lookups, few enough that a caller that stops early wastes little.
+    private static var batchReadChunk: Int { 64 }
+
+    /// Calls `body` with the stored bytes of each of `ids` that is stored, in the order of `ids`,
+    /// as `t` sees them, until `body` returns false. Outside a write transaction the objects are
+    /// read through the engine's batched read; a write transaction's own changes are looked up
+    /// one by one, since they come first.
+    func forEachStored(_ ids: [Id], binding b: EntityBinding, in t: Transaction?,
+                       _ body: (Id, UnsafeRawBufferPointer) throws -> Bool) throws {
+        if let t, t.isWrite {
+            for id in ids {
+                var more = true
+                _ = try withStoredBytes(id, binding: b, in: t) { v in more = try body(id, v) }
+                if !more { return }
+            }
+            return
+        }
+        var keys = KeyList(reservingCapacity: min(ids.count, Self.batchReadChunk), keyBytes: ObjectFormat.objectKeyBytes)
+        var start = 0
+        var more = true
+        while start < ids.count && more {
+            let end = min(start + Self.batchReadChunk, ids.count)
+            keys.removeAll()
+            for id in ids[start..<end] { ObjectKey(entityId: b.entityId, id: id).withBytes { keys.append($0) } }
+            try store.engine.visitValues(forKeys: keys, in: store.objects, snapshot: t?.snapshot) { i, v in
+                if more, let v { more = try body(ids[start + i], v) }
+            }
+            start = end
+        }
     }
 
     /// Calls `body` with the stored bytes of the object with `id` as `t` sees them; false when

@@ -68,7 +68,7 @@ extension Engine {
         return try locateInSegments(key, lookupBuffer: buf, keySpaceId: keySpace.id, view: view, sequence: sequence, hash: hash)
     }
 
-    private func locateInSegments(_ key: UnsafeRawBufferPointer, lookupBuffer buf: UnsafeMutableRawBufferPointer,
+    func locateInSegments(_ key: UnsafeRawBufferPointer, lookupBuffer buf: UnsafeMutableRawBufferPointer,
                                   keySpaceId: UInt32, view: ReadView, sequence: UInt64, hash: UInt64) throws -> ValueLocation {
         if key.count > 0 { buf.baseAddress!.copyMemory(from: key.baseAddress!, byteCount: key.count) }
         buf.storeBytes(of: InternalKey.seekTrailer(sequence: sequence).littleEndian, toByteOffset: key.count, as: UInt64.self)

@@ -1,5 +1,7 @@
 /// A sized LRU cache of decoded blocks, shared by all segments of an engine. Sharded by key so
 /// that readers on different threads rarely contend on one lock.
+import CStrataSupport
+
 final class BlockCache: Sendable {
     struct Key: Hashable {
         var segmentId: UInt64
@@ -11,6 +13,19 @@ final class BlockCache: Sendable {
         var block: Block?
         var prev: Int
         var next: Int
+        /// Where `block`'s object and restart array lie, for ``BlockCache/prefetch(_:)``: read
+        /// from the block itself, they would cost the memory miss the prefetch is meant to hide.
+        var object: UnsafeRawPointer?
+        var restarts: UnsafeRawPointer?
+
+        init(key: Key, block: Block?, prev: Int, next: Int) {
+            self.key = key
+            self.block = block
+            self.prev = prev
+            self.next = next
+            object = block.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
+            restarts = block.map { $0.contents.baseAddress! + $0.restartsOffset }
+        }
     }
 
     /// Key → entry position, by linear probing with a multiplicative hash of the two words.
@@ -115,10 +130,16 @@ final class BlockCache: Sendable {
             return entries[i].block
         }
 
+        func prefetch(_ key: Key) {
+            guard let i = index.find(key, in: entries), let object = entries[i].object else { return }
+            strata_prefetch(object)
+            strata_prefetch(entries[i].restarts)
+        }
+
         mutating func insert(_ key: Key, _ block: Block) {
             if let i = index.find(key, in: entries) {
                 usage -= entries[i].block!.charge
-                entries[i].block = block
+                entries[i] = Entry(key: key, block: block, prev: entries[i].prev, next: entries[i].next)
                 usage += block.charge
                 unlink(i)
                 pushFront(i)
@@ -140,7 +161,7 @@ final class BlockCache: Sendable {
                 unlink(victim)
                 usage -= entries[victim].block!.charge
                 index.remove(entries[victim].key, in: entries)
-                entries[victim].block = nil
+                entries[victim] = Entry(key: entries[victim].key, block: nil, prev: 0, next: 0)
                 free.append(victim)
             }
         }
@@ -150,7 +171,7 @@ final class BlockCache: Sendable {
                 unlink(i)
                 usage -= entries[i].block!.charge
                 index.remove(entries[i].key, in: entries)
-                entries[i].block = nil
+                entries[i] = Entry(key: entries[i].key, block: nil, prev: 0, next: 0)
                 free.append(i)
             }
         }
@@ -187,6 +208,13 @@ final class BlockCache: Sendable {
 
     func get(_ key: Key) -> Block? {
         shards[shard(key)].mutex.withLock { $0.get(key) }
+    }
+
+    /// Starts loading the cached block for `key`, if any, into the CPU cache: its object (which
+    /// a hit retains) and its restart array (which a lookup reads first). A batched read calls
+    /// this for a group of keys before fetching any of their blocks.
+    func prefetch(_ key: Key) {
+        shards[shard(key)].mutex.withLock { $0.prefetch(key) }
     }
 
     func insert(_ key: Key, _ block: Block) {

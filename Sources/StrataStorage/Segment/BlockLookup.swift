@@ -1,6 +1,23 @@
+import CStrataSupport
+
 /// Point lookups in a block without creating an iterator: the read path of `get` runs these
 /// once per segment it consults, so they allocate nothing.
 extension Block {
+    /// Starts loading the entries that ``dataLookup(_:)``'s binary search reads first (every
+    /// restart point of a small block; the middle and quartiles of a larger one), so that a
+    /// batched read overlaps these memory misses across its keys.
+    func prefetchForLookup() {
+        let n = restartCount
+        let base = contents.baseAddress!
+        if n <= 4 {
+            for i in 0..<n { strata_prefetch(base + restartPoint(i)) }
+        } else {
+            strata_prefetch(base + restartPoint(n / 4))
+            strata_prefetch(base + restartPoint(n / 2))
+            strata_prefetch(base + restartPoint((3 * n) / 4))
+        }
+    }
+
     enum Lookup {
         /// The first entry with internal key >= target: its key relation and its value's range.
         case entry(userKeyMatches: Bool, isDeletion: Bool, valueOffset: Int, valueCount: Int)

@@ -164,17 +164,29 @@ final class SegmentReader: @unchecked Sendable {
     /// The newest entry for `userKey` at or below the lookup key's sequence.
     /// `lookupKey` is the internal key (userKey, seekTrailer(sequence)).
     func get(lookupKey: UnsafeRawBufferPointer, hash: UInt64) throws -> SegmentLookup? {
+        guard let handle = try blockHandle(lookupKey: lookupKey, hash: hash) else { return nil }
+        return try lookup(lookupKey, in: try dataBlock(handle))
+    }
+
+    /// The data block that may hold the lookup key: nil when the bloom filter or the index rules
+    /// this segment out. The first half of ``get(lookupKey:hash:)``, for batched reads that fetch
+    /// the blocks of many keys before searching any.
+    func blockHandle(lookupKey: UnsafeRawBufferPointer, hash: UInt64) throws -> BlockHandle? {
         guard mayContain(hash: hash) else {
             stats.bloomNegatives.add(1, ordering: .relaxed)
             return nil
         }
-        let handleBytes: UnsafeRawBufferPointer
         switch index.indexLookup(lookupKey, prefixes: indexPrefixes) {
-        case let .entry(_, _, offset, count): handleBytes = UnsafeRawBufferPointer(rebasing: index.contents[offset..<(offset + count)])
+        case let .entry(_, _, offset, count):
+            return try handle(fromIndexValue: UnsafeRawBufferPointer(rebasing: index.contents[offset..<(offset + count)]))
         case .notFound: return nil
         case .corrupted, .keyTooLong: throw StorageError.corruption(file: path, offset: 0, reason: "malformed index block")
         }
-        let block = try dataBlock(try handle(fromIndexValue: handleBytes))
+    }
+
+    /// The second half of ``get(lookupKey:hash:)``: the newest entry for the lookup key in
+    /// `block`, one of this segment's data blocks; nil when this segment does not hold the key.
+    func lookup(_ lookupKey: UnsafeRawBufferPointer, in block: Block) throws -> SegmentLookup? {
         switch block.dataLookup(lookupKey) {
         case let .entry(matches, deletion, offset, count):
             guard matches else { return nil }
@@ -192,6 +204,11 @@ final class SegmentReader: @unchecked Sendable {
             let v = it.value
             return .found(block, v.baseAddress! - block.contents.baseAddress!, v.count)
         }
+    }
+
+    /// Starts loading a data block's cache entry into the CPU cache (see ``BlockCache/prefetch(_:)``).
+    func prefetchCached(_ handle: BlockHandle) {
+        cache.prefetch(BlockCache.Key(segmentId: fileNumber, offset: handle.offset))
     }
 
     func makeIterator(fillCache: Bool = true) -> SegmentIterator {

@@ -1,0 +1,118 @@
+extension Engine {
+    /// How many keys a batched read looks up together: enough to overlap the memory misses of
+    /// one key's lookup with those of the others, few enough that their blocks stay in the CPU
+    /// cache between the stages.
+    static let batchReadGroup = 16
+
+    /// Reads many keys at once: calls `body` once per key of `keys`, in their order, with the
+    /// stored value's bytes, or nil when the key is absent. Every key is read from the same
+    /// state: the latest committed one, or the one `snapshot` pins. The bytes are valid only
+    /// inside `body`.
+    ///
+    /// The same results as one ``visitValue(forKey:in:snapshot:_:)`` per key, but faster for many
+    /// keys: they are looked up in groups, and each group's cached blocks are brought into the
+    /// CPU cache together, so that the memory misses of different keys overlap.
+    ///
+    /// ```swift
+    /// var keys = KeyList()
+    /// for id in ids { keys.append(key(for: id)) }
+    /// try engine.visitValues(forKeys: keys, in: objects) { i, value in
+    ///     if let value { decode(ids[i], value) }
+    /// }
+    /// ```
+    public func visitValues(forKeys keys: KeyList, in keySpace: KeySpace, snapshot: Snapshot? = nil,
+                            _ body: (_ index: Int, _ value: UnsafeRawBufferPointer?) throws -> Void) throws {
+        try checkOpen()
+        guard !keys.isEmpty else { return }
+        let longest = keys.longestKey
+        guard longest <= StorageLimits.maxKeyBytes else {
+            throw StorageError.keyTooLarge(size: longest, limit: StorageLimits.maxKeyBytes)
+        }
+        let (view, sequence) = readState(snapshot)
+        guard let mem = view.memtables[keySpace.id] else { throw StorageError.unknownKeySpace(keySpace.name) }
+        let imm = view.immutables?[keySpace.id]
+        let group = Self.batchReadGroup
+        let stride = longest + InternalKey.trailerBytes
+        let lookupBuffers = UnsafeMutableRawBufferPointer.allocate(byteCount: stride * group, alignment: 8)
+        defer { lookupBuffers.deallocate() }
+        var found = [ValueLocation](repeating: .absent, count: group)
+        var pending = [PendingRead?](repeating: nil, count: group)
+        try keys.bytes.withUnsafeBytes { all in
+            var start = 0
+            while start < keys.count {
+                let end = min(start + group, keys.count)
+                // Stage 1: the memtables, then the first segment whose filter and index admit the key.
+                for i in start..<end {
+                    let slot = i - start
+                    found[slot] = .absent
+                    pending[slot] = nil
+                    let key = keys.key(i, in: all)
+                    let hash = BloomFilter.hash(key)
+                    if let r = mem.get(key, hash: hash, sequence: sequence) ?? imm?.get(key, hash: hash, sequence: sequence) {
+                        if case let .found(v) = r { found[slot] = ValueLocation(owner: view, bytes: v) }
+                        continue
+                    }
+                    let lookup = Self.lookupKey(key, sequence: sequence, in: lookupBuffers, slot: slot, stride: stride)
+                    try view.version.candidates(for: key, in: keySpace.id) { segment in
+                        guard let handle = try segment.reader.blockHandle(lookupKey: lookup, hash: hash) else { return false }
+                        segment.reader.prefetchCached(handle)
+                        pending[slot] = PendingRead(reader: segment.reader, handle: handle, hash: hash)
+                        return true
+                    }
+                }
+                // Stage 2: the blocks, from the cache (whose entries stage 1 prefetched) or the files.
+                for slot in 0..<(end - start) {
+                    guard let p = pending[slot] else { continue }
+                    let block = try p.reader.dataBlock(p.handle)
+                    block.prefetchForLookup()
+                    pending[slot]!.block = block
+                }
+                // Stage 3: the searches in the blocks.
+                for i in start..<end {
+                    let slot = i - start
+                    guard let p = pending[slot], let block = p.block else { continue }
+                    let lookup = UnsafeRawBufferPointer(rebasing: lookupBuffers[(slot * stride)..<(slot * stride + keys.key(i, in: all).count + InternalKey.trailerBytes)])
+                    switch try p.reader.lookup(lookup, in: block) {
+                    case let .found(b, offset, count)?:
+                        found[slot] = ValueLocation(owner: b, bytes: UnsafeRawBufferPointer(rebasing: b.contents[offset..<(offset + count)]))
+                    case .deleted?:
+                        break
+                    case nil:
+                        // Not in that segment after all (a filter false positive): the deeper
+                        // levels, one key at a time.
+                        let buffer = UnsafeMutableRawBufferPointer(rebasing: lookupBuffers[(slot * stride)..<((slot + 1) * stride)])
+                        found[slot] = try locateInSegments(keys.key(i, in: all), lookupBuffer: buffer, keySpaceId: keySpace.id,
+                                                           view: view, sequence: sequence, hash: p.hash)
+                    }
+                }
+                for i in start..<end {
+                    let location = found[i - start]
+                    if let owner = location.owner {
+                        try withExtendedLifetime(owner) { try body(i, location.bytes) }
+                    } else {
+                        try body(i, nil)
+                    }
+                }
+                start = end
+            }
+        }
+    }
+
+    /// Writes the internal lookup key (user key, seek trailer) for `slot` into `buffers`.
+    @inline(__always)
+    private static func lookupKey(_ key: UnsafeRawBufferPointer, sequence: UInt64, in buffers: UnsafeMutableRawBufferPointer,
+                                  slot: Int, stride: Int) -> UnsafeRawBufferPointer {
+        let base = buffers.baseAddress! + slot * stride
+        if key.count > 0 { base.copyMemory(from: key.baseAddress!, byteCount: key.count) }
+        (base + key.count).storeBytes(of: InternalKey.seekTrailer(sequence: sequence).littleEndian, as: UInt64.self)
+        return UnsafeRawBufferPointer(start: base, count: key.count + InternalKey.trailerBytes)
+    }
+}
+
+/// A key of a batched read between its stages: the segment and block that may hold it.
+private struct PendingRead {
+    let reader: SegmentReader
+    let handle: BlockHandle
+    let hash: UInt64
+    var block: Block?
+}
