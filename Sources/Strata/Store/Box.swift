@@ -344,7 +344,8 @@ public struct Box<T: Entity>: Sendable {
     /// one by one, since they come first.
     func forEachStored(_ ids: [Id], binding b: EntityBinding, in t: Transaction?,
                        _ body: (Id, UnsafeRawBufferPointer) throws -> Bool) throws {
-        if let t, t.isWrite {
+        // One object gains nothing from batching, which has buffers to set up.
+        if ids.count == 1 || (t?.isWrite ?? false) {
             for id in ids {
                 var more = true
                 _ = try withStoredBytes(id, binding: b, in: t) { v in more = try body(id, v) }

@@ -31,7 +31,7 @@ extension Engine {
         let (view, sequence) = readState(snapshot)
         guard let mem = view.memtables[keySpace.id] else { throw StorageError.unknownKeySpace(keySpace.name) }
         let imm = view.immutables?[keySpace.id]
-        let group = Self.batchReadGroup
+        let group = min(Self.batchReadGroup, keys.count)
         let stride = longest + InternalKey.trailerBytes
         let lookupBuffers = UnsafeMutableRawBufferPointer.allocate(byteCount: stride * group, alignment: 8)
         defer { lookupBuffers.deallocate() }
