@@ -74,13 +74,25 @@ import Testing
                 while !stop.load(ordering: .relaxed) {
                     do {
                         switch r {
-                        case 0:   // point gets of a pair at one snapshot
+                        case 0 where i % 2 == 0:   // point gets of a pair at one snapshot
                             let snap = try e.snapshot()
                             let k = i % 2_000
                             if try e.get(bytes("a-\(k)"), in: ks, snapshot: snap) != e.get(bytes("b-\(k)"), in: ks, snapshot: snap) {
                                 report("get pair \(k) differs")
                             }
                             snap.release()
+                        case 0:   // a batched read of pairs, which reads one state without a snapshot
+                            var keys = KeyList()
+                            for j in 0..<20 {
+                                let k = (i * 7 + j * 97) % 2_000
+                                keys.append(bytes("a-\(k)"))
+                                keys.append(bytes("b-\(k)"))
+                            }
+                            var values: [[UInt8]?] = []
+                            try e.visitValues(forKeys: keys, in: ks) { _, v in values.append(v.map { Array($0) }) }
+                            for j in stride(from: 0, to: values.count, by: 2) where values[j] != values[j + 1] {
+                                report("batched pair \(j / 2) differs")
+                            }
                         case 1:   // whole scans
                             if !consistent(try e.scan(ks)) { report("scan inconsistent") }
                         case 2:   // an iterator held open while writes, flushes and compactions go on
