@@ -15,16 +15,7 @@
 /// backlink of a `ToOne` rewrites that `ToOne` in the objects added or removed, and puts them.
 public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplaceableCollection,
     ExpressibleByNilLiteral, ExpressibleByArrayLiteral {
-    enum Role {
-        /// Not read from or put to a store yet.
-        case unattached
-        /// A standalone to-many of the owner's entity.
-        case standalone(entityId: UInt32, propertyId: UInt32)
-        /// A backlink over `source.sourceProperty`.
-        case backlink(BacklinkSchema)
-    }
-
-    private(set) var role = Role.unattached
+    private(set) var role = ToManyRole.unattached
     private(set) var store: Store?
     private(set) var ownerId: Id = 0
     private var items: [Element] = []
@@ -136,7 +127,8 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
         self.store = store
         self.ownerId = ownerId
         role = .standalone(entityId: entityId, propertyId: propertyId)
-        if wasUnattached && !hasChanges && items.isEmpty { isLoaded = false }
+        // Unattached, `items` only changes along with `hasChanges`: no changes means no items.
+        if wasUnattached && !hasChanges { isLoaded = false }
     }
 
     func attachBacklink(store: Store, schema: BacklinkSchema, ownerId: Id) {
@@ -144,7 +136,8 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
         self.store = store
         self.ownerId = ownerId
         role = .backlink(schema)
-        if wasUnattached && !hasChanges && items.isEmpty { isLoaded = false }
+        // Unattached, `items` only changes along with `hasChanges`: no changes means no items.
+        if wasUnattached && !hasChanges { isLoaded = false }
     }
 
     /// Writes pending changes inside `t`.
@@ -244,4 +237,16 @@ extension BacklinkSchema {
         }
         return (property.type == .toOne ? .toOneBacklink : .toManyBacklink, record.entityId, property.id)
     }
+}
+
+/// What a ``ToMany`` stands for in the store. Not nested in the generic class: a nested enum
+/// is generic too, and setting it from unspecialised code (every decoded object attaches its
+/// to-manys) asked the runtime for its metadata each time.
+enum ToManyRole {
+    /// Not read from or put to a store yet.
+    case unattached
+    /// A standalone to-many of the owner's entity.
+    case standalone(entityId: UInt32, propertyId: UInt32)
+    /// A backlink over `source.sourceProperty`.
+    case backlink(BacklinkSchema)
 }
