@@ -258,6 +258,36 @@ final class Account {
         #expect(try accounts.query { Account.age.between(30, 39) }.build().count() == 0)
     }
 
+    /// Many unique checks in one transaction (they share one iterator over the committed index
+    /// entries, seeking back and forth): a conflict with a committed value late in the
+    /// transaction is found, and a value freed earlier in the same transaction is no conflict.
+    @Test func uniqueChecksWithinOneTransactionSeeCommittedValuesInAnyOrder() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let accounts = store.box(for: Account.self)
+        let committed = (0..<50).map { Account(email: "e\($0)", age: $0) }
+        try accounts.put(committed)
+        #expect(throws: StrataError.uniqueViolation(entity: "Account", property: "email", value: "\"e17\"", existing: committed[17].id)) {
+            try store.runInTransaction {
+                for i in stride(from: 29, through: 0, by: -1) { try accounts.put(Account(email: "n\(i)", age: i)) }
+                try accounts.put(Account(email: "e49x", age: 0))
+                try accounts.put(Account(email: "e17", age: 0))
+            }
+        }
+        #expect(try accounts.count() == 50)
+        try store.runInTransaction {
+            try accounts.put(Account(email: "e4a", age: 0))
+            try accounts.remove(committed[5].id)
+            committed[9].email = "moved"
+            try accounts.put(committed[9])
+            try accounts.put(Account(email: "e5", age: 5))
+            try accounts.put(Account(email: "e9", age: 9))
+        }
+        #expect(try accounts.query { Account.email == "e5" }.build().count() == 1)
+        #expect(try accounts.query { Account.email == "e9" }.build().findIds() != [committed[9].id])
+        #expect(try accounts.count() == 52)
+    }
+
     @Test func aUniqueViolationNamesPropertyAndValueAndLeavesTheStoreUnchanged() throws {
         let dir = TemporaryDirectory()
         let store = try Store(directoryPath: dir.path, options: .testing())

@@ -23,7 +23,7 @@ extension Transaction {
                     try store.engine.withValue(forKey: k, in: store.objects) { try ix.values(of: $0) }
                 }
                 let new: [[UInt8]]? = try p.value.map { r in
-                    try arena.withUnsafeBytes { try ix.values(of: UnsafeRawBufferPointer(rebasing: $0[r])) }
+                    try p.indexValues ?? arena.withUnsafeBytes { try ix.values(of: UnsafeRawBufferPointer(rebasing: $0[r])) }
                 }
                 for i in ix.properties.indices where old?[i] != new?[i] {
                     if let v = old?[i] { batch.delete(ix.key(i, value: v, id: p.key.id), in: space) }
@@ -53,7 +53,7 @@ extension Transaction {
             try ix.checkSize(i, value: values[i])
             guard p.isUnique else { continue }
             let prefix = p.header + values[i]
-            var candidates = try store.indexedIds(withPrefix: prefix, snapshot: nil)
+            var candidates = try committedIds(withPrefix: prefix, property: p.header)
             candidates += pendingUnique[IndexValueKey(prefix)] ?? []
             for other in candidates where other != id {
                 // The entry may be stale for this transaction: the object may have changed.
@@ -69,6 +69,34 @@ extension Transaction {
             }
         }
         return values
+    }
+
+    /// The ids of the committed index entries under `prefix`, one of the entries of the
+    /// property whose key header is `header`: the same as ``Store/indexedIds(withPrefix:snapshot:)``
+    /// on the latest state, through an iterator kept for the whole transaction instead of one
+    /// opened per check. The store's write lock, which this transaction holds, keeps the
+    /// committed state what it was when the iterator opened, until the commit.
+    private func committedIds(withPrefix prefix: [UInt8], property header: [UInt8]) throws(StrataError) -> [Id] {
+        guard let space = store.indexSpace else { return [] }
+        var ids: [Id] = []
+        do {
+            let it: EngineIterator
+            if let open = uniqueProbes[IndexValueKey(header)] {
+                it = open
+            } else {
+                it = try store.engine.makeIterator(in: space, lowerBound: header, upperBound: IndexKey.successor(header))
+                uniqueProbes[IndexValueKey(header)] = it
+            }
+            try it.seek(prefix)
+            while it.isValid, it.key.starts(with: prefix) {
+                ids.append(IndexKey.id(fromKey: it.key))
+                try it.next()
+            }
+        } catch {
+            throw StrataError(error)
+        }
+        store.counters.indexEntriesRead.add(UInt64(ids.count), ordering: .relaxed)
+        return ids
     }
 
     /// Remembers the unique values object `id` now holds (`values`, from

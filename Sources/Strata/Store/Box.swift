@@ -163,8 +163,10 @@ public struct Box<T: Entity>: Sendable {
             throw .objectTooLarge(entity: b.name, size: t.scratch.count, limit: ObjectFormat.maxObjectBytes)
         }
         t.scratch.withUnsafeBytes { raw in
-            t.put(ObjectKey(entityId: b.entityId, id: id), value: raw, isFresh: assigned || (mode == .insert && isNew))
-            // Relations (all the put may have changed since the check) are never indexed.
+            // Relations (all the put may have changed since the check) are never indexed, so the
+            // values checked are those of these bytes.
+            t.put(ObjectKey(entityId: b.entityId, id: id), value: raw, isFresh: assigned || (mode == .insert && isNew),
+                  indexValues: b.indexes == nil ? nil : indexedValues)
             if let ix = b.indexes, ix.hasUnique { t.recordUniqueValues(indexedValues, id: id, indexes: ix) }
         }
         if isNew { t.adjustCount(entityId: b.entityId, by: 1) }

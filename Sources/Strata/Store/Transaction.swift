@@ -14,6 +14,9 @@ final class Transaction {
         /// The key held nothing before this transaction (a new id): index maintenance has no
         /// old entries to read.
         var isFresh = false
+        /// The indexed values of `value` (``EntityIndexes/values(of:)``), when the put that
+        /// recorded it had them; index maintenance computes them otherwise.
+        var indexValues: [[UInt8]]? = nil
     }
 
     enum Lookup {
@@ -44,6 +47,9 @@ final class Transaction {
     /// Values this transaction put in `@Unique` properties: index value prefix → object ids.
     /// Candidates only (an object may have changed again): checks re-read the object.
     @exclusivity(unchecked) var pendingUnique: [IndexValueKey: [Id]] = [:]
+    /// Per `@Unique` property (its index key header), an iterator over its committed index
+    /// entries, opened at the transaction's first check and kept until it ends.
+    @exclusivity(unchecked) var uniqueProbes: [IndexValueKey: EngineIterator] = [:]
     /// Class objects whose id this transaction assigned: reset to 0 if it rolls back.
     /// Class instances only: resetting a copy of a struct would change nothing.
     private var assignedObjects: [any Entity] = []
@@ -64,10 +70,11 @@ final class Transaction {
     }
 
     /// Records `value` as the new content of `key`; `isFresh` when the key was never stored.
-    func put(_ key: ObjectKey, value: UnsafeRawBufferPointer, isFresh: Bool = false) {
+    /// `indexValues`, when given, are the indexed values of exactly these bytes.
+    func put(_ key: ObjectKey, value: UnsafeRawBufferPointer, isFresh: Bool = false, indexValues: [[UInt8]]? = nil) {
         let start = arena.count
         arena.append(contentsOf: value)
-        record(Pending(key: key, value: start..<arena.count, isFresh: isFresh))
+        record(Pending(key: key, value: start..<arena.count, isFresh: isFresh, indexValues: indexValues))
     }
 
     func remove(_ key: ObjectKey) {
@@ -147,6 +154,7 @@ final class Transaction {
                 MetaKey.lastId.key(entity: entityId).withUnsafeBytes { batch.put($0, v, in: store.meta) }
             }
         }
+        uniqueProbes.removeAll()   // they pin the state they read
         try store.engine.write(batch, durability: durability)
         store.counters.objectsWritten.add(UInt64(pending.lazy.filter { $0.value != nil }.count), ordering: .relaxed)
         store.counters.edgesWritten.add(UInt64(pendingEdges.count), ordering: .relaxed)
@@ -163,6 +171,7 @@ final class Transaction {
         pendingIndex.removeAll()
         pendingEdges.removeAll()
         pendingUnique.removeAll()
+        uniqueProbes.removeAll()
         countDeltas.removeAll()
     }
 }
