@@ -53,8 +53,8 @@ extension Transaction {
             try ix.checkSize(i, value: values[i])
             guard p.isUnique else { continue }
             let prefix = p.header + values[i]
-            var candidates = try committedIds(withPrefix: prefix, property: p.header)
-            candidates += pendingUnique[IndexValueKey(prefix)] ?? []
+            var candidates = try committedIds(withPrefix: prefix, property: p.header, probe: UInt64(ix.entityId) << 32 | UInt64(i))
+            candidates += pendingUnique[IndexValueDigest.of(header: p.header, value: values[i])] ?? []
             for other in candidates where other != id {
                 // The entry may be stale for this transaction: the object may have changed.
                 guard let current = try store.objectBytes(ObjectKey(entityId: ix.entityId, id: other), in: self) else { continue }
@@ -72,20 +72,20 @@ extension Transaction {
     }
 
     /// The ids of the committed index entries under `prefix`, one of the entries of the
-    /// property whose key header is `header`: the same as ``Store/indexedIds(withPrefix:snapshot:)``
+    /// property whose key header is `header` (`probe` names it: entity id and position): the same as ``Store/indexedIds(withPrefix:snapshot:)``
     /// on the latest state, through an iterator kept for the whole transaction instead of one
     /// opened per check. The store's write lock, which this transaction holds, keeps the
     /// committed state what it was when the iterator opened, until the commit.
-    private func committedIds(withPrefix prefix: [UInt8], property header: [UInt8]) throws(StrataError) -> [Id] {
+    private func committedIds(withPrefix prefix: [UInt8], property header: [UInt8], probe: UInt64) throws(StrataError) -> [Id] {
         guard let space = store.indexSpace else { return [] }
         var ids: [Id] = []
         do {
             let it: EngineIterator
-            if let open = uniqueProbes[IndexValueKey(header)] {
+            if let open = uniqueProbes[probe] {
                 it = open
             } else {
                 it = try store.engine.makeIterator(in: space, lowerBound: header, upperBound: IndexKey.successor(header))
-                uniqueProbes[IndexValueKey(header)] = it
+                uniqueProbes[probe] = it
             }
             try it.seek(prefix)
             while it.isValid, it.key.starts(with: prefix) {
@@ -103,7 +103,7 @@ extension Transaction {
     /// ``checkIndexedValues(of:id:indexes:)``), for later checks in this transaction.
     func recordUniqueValues(_ values: [[UInt8]], id: Id, indexes ix: EntityIndexes) {
         for (i, p) in ix.properties.enumerated() where p.isUnique {
-            pendingUnique[IndexValueKey(p.header + values[i]), default: []].append(id)
+            pendingUnique[IndexValueDigest.of(header: p.header, value: values[i]), default: []].append(id)
         }
     }
 }

@@ -44,12 +44,13 @@ final class Transaction {
     @exclusivity(unchecked) private(set) var countDeltas: [UInt32: Int64] = [:]
     /// Entities whose id counter moved; their counters are written with the commit.
     private var advancedCounters: [UInt32: EntityBinding] = [:]
-    /// Values this transaction put in `@Unique` properties: index value prefix → object ids.
-    /// Candidates only (an object may have changed again): checks re-read the object.
-    @exclusivity(unchecked) var pendingUnique: [IndexValueKey: [Id]] = [:]
-    /// Per `@Unique` property (its index key header), an iterator over its committed index
+    /// Values this transaction put in `@Unique` properties: ``IndexValueDigest`` of the index
+    /// value prefix → object ids. Candidates only (an object may have changed again, a digest
+    /// may collide): checks re-read the object.
+    @exclusivity(unchecked) var pendingUnique: [Int: [Id]] = [:]
+    /// Per `@Unique` property (entity id and position), an iterator over its committed index
     /// entries, opened at the transaction's first check and kept until it ends.
-    @exclusivity(unchecked) var uniqueProbes: [IndexValueKey: EngineIterator] = [:]
+    @exclusivity(unchecked) var uniqueProbes: [UInt64: EngineIterator] = [:]
     /// Class objects whose id this transaction assigned: reset to 0 if it rolls back.
     /// Class instances only: resetting a copy of a struct would change nothing.
     private var assignedObjects: [any Entity] = []
