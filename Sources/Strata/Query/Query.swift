@@ -230,7 +230,8 @@ enum QueryRun {
                 reuse?.matcher = m
             }
             defer { m.transaction = nil }   // no transaction outlives its run through the cache
-            let box = store.box(for: R.self)
+            // Built from the binding at hand: `store.box(for:)` would look it up again under the catalog lock.
+            let box = Box<R>(store: store, binding: .success(b))
             /// False when `bytes` ends the scan.
             func visit(_ id: Id, _ raw: UnsafeRawBufferPointer) throws(StrataError) -> Bool {
                 try m.load(raw, id: id)
