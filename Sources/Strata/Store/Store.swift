@@ -297,11 +297,6 @@ public final class Store: @unchecked Sendable {
         catalog.withLock { $0.indexes[entityId] }
     }
 
-    /// The object ids of the index entries whose key starts with `prefix`, in key order.
-    func indexedIds(withPrefix prefix: [UInt8], snapshot: Snapshot?) throws(StrataError) -> [Id] {
-        try indexedIds(from: prefix, to: IndexKey.successor(prefix), snapshot: snapshot)
-    }
-
     /// The object ids of the index entries with keys in `lower..<upper`.
     func indexedIds(from lower: [UInt8], to upper: [UInt8]?, snapshot: Snapshot?) throws(StrataError) -> [Id] {
         guard let indexSpace else { return [] }

@@ -1,7 +1,7 @@
-/// A sized LRU cache of decoded blocks, shared by all segments of an engine. Sharded by key so
-/// that readers on different threads rarely contend on one lock.
 import CStrataSupport
 
+/// A sized LRU cache of decoded blocks, shared by all segments of an engine. Sharded by key so
+/// that readers on different threads rarely contend on one lock.
 final class BlockCache: Sendable {
     struct Key: Hashable {
         var segmentId: UInt64
@@ -10,21 +10,27 @@ final class BlockCache: Sendable {
 
     private struct Entry {
         var key: Key
-        var block: Block?
+        var block: Block? {
+            didSet { (object, restarts) = Self.addresses(of: block) }
+        }
         var prev: Int
         var next: Int
         /// Where `block`'s object and restart array lie, for ``BlockCache/prefetch(_:)``: read
         /// from the block itself, they would cost the memory miss the prefetch is meant to hide.
-        var object: UnsafeRawPointer?
-        var restarts: UnsafeRawPointer?
+        private(set) var object: UnsafeRawPointer?
+        private(set) var restarts: UnsafeRawPointer?
 
         init(key: Key, block: Block?, prev: Int, next: Int) {
             self.key = key
             self.block = block
             self.prev = prev
             self.next = next
-            object = block.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }
-            restarts = block.map { $0.contents.baseAddress! + $0.restartsOffset }
+            (object, restarts) = Self.addresses(of: block)
+        }
+
+        private static func addresses(of block: Block?) -> (UnsafeRawPointer?, UnsafeRawPointer?) {
+            guard let block else { return (nil, nil) }
+            return (UnsafeRawPointer(Unmanaged.passUnretained(block).toOpaque()), block.contents.baseAddress! + block.restartsOffset)
         }
     }
 
@@ -139,7 +145,7 @@ final class BlockCache: Sendable {
         mutating func insert(_ key: Key, _ block: Block) {
             if let i = index.find(key, in: entries) {
                 usage -= entries[i].block!.charge
-                entries[i] = Entry(key: key, block: block, prev: entries[i].prev, next: entries[i].next)
+                entries[i].block = block
                 usage += block.charge
                 unlink(i)
                 pushFront(i)
@@ -161,7 +167,7 @@ final class BlockCache: Sendable {
                 unlink(victim)
                 usage -= entries[victim].block!.charge
                 index.remove(entries[victim].key, in: entries)
-                entries[victim] = Entry(key: entries[victim].key, block: nil, prev: 0, next: 0)
+                entries[victim].block = nil
                 free.append(victim)
             }
         }
@@ -171,7 +177,7 @@ final class BlockCache: Sendable {
                 unlink(i)
                 usage -= entries[i].block!.charge
                 index.remove(entries[i].key, in: entries)
-                entries[i] = Entry(key: entries[i].key, block: nil, prev: 0, next: 0)
+                entries[i].block = nil
                 free.append(i)
             }
         }
