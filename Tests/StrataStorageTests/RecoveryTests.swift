@@ -152,4 +152,30 @@ import Testing
         for i in 0..<written where try r.get(key(i), in: r.defaultKeySpace) != bytes("value-\(i)") { lost += 1 }
         #expect(lost == 0, "\(lost) of \(written) batches before the durable one are gone")
     }
+
+    /// Opens that write nothing leave no WAL behind: the data still waiting in the log that
+    /// the manifest names is replayed by each open, and the empty logs of earlier opens go.
+    @Test func opensWithoutWritesDoNotPileUpEmptyLogs() throws {
+        let fs = InMemoryFileSystem()
+        func walCount() throws -> Int { try fs.listDirectory(Self.dir).filter { $0.hasSuffix(".wal") }.count }
+        let (_, _) = try Self.writeBatches(fs, count: 3)
+        for _ in 0..<5 {
+            let e = try Engine.open(directory: Self.dir, options: Self.options(fs))
+            #expect(try e.get(key(2), in: e.defaultKeySpace) == bytes("value-2"))
+            e.close()
+        }
+        // The log with the data, and the newest (empty) one.
+        #expect(try walCount() == 2)
+
+        // Writes after such opens land in the newest log and are replayed with the older data.
+        let e = try Engine.open(directory: Self.dir, options: Self.options(fs))
+        try e.put("later", "value", in: e.defaultKeySpace)
+        e.close()
+        for _ in 0..<3 { try Engine.open(directory: Self.dir, options: Self.options(fs)).close() }
+        let r = try Engine.open(directory: Self.dir, options: Self.options(fs))
+        defer { r.close() }
+        #expect(try r.getString("later", in: r.defaultKeySpace) == "value")
+        for i in 0..<3 { #expect(try r.get(key(i), in: try r.keySpace(named: "edges")) == bytes("edge-\(i)")) }
+        #expect(try walCount() == 3)
+    }
 }

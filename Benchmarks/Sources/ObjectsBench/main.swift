@@ -36,6 +36,27 @@ if CommandLine.arguments.count == 5, CommandLine.arguments[1] == "graph-child" {
     }
 }
 
+if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "reopen-child" {
+    // For profiling the reopen phase alone: opens a store a graph run left behind, counts its
+    // orders and closes it, REPS times; prints the median milliseconds.
+    let dir = CommandLine.arguments[2], reps = max(1, Int(CommandLine.arguments[3]) ?? 1)
+    do {
+        var times: [Double] = []
+        for _ in 0..<reps {
+            let start = DispatchTime.now().uptimeNanoseconds
+            var graph = try StrataGraph(directory: dir)
+            _ = try graph.reopen()
+            graph.close()
+            times.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+        }
+        print(String(format: "reopen: median %.2f ms over %d", times.sorted()[times.count / 2], reps))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write("reopen failed: \(error)\n".data(using: .utf8)!)
+        exit(1)
+    }
+}
+
 var flatCount = 1_000_000
 var reps = 3
 var only: String?

@@ -122,8 +122,14 @@ enum Recovery {
         var memtables: [UInt32: Memtable] = [:]
         for ks in versions.keySpaces { memtables[ks.id] = Memtable(keySpaceId: ks.id, expectedBytes: options.memtableBytes) }
         var lastSequence = versions.lastSequence
+        // WALs that hold no record: every open makes a new WAL, and while the replayed data
+        // stays in the memtables the log number cannot move past the older ones, so opens
+        // without writes would pile up empty logs (each read again by every later open).
+        var emptyWals: [UInt64] = []
         for n in wals {
-            lastSequence = try replay(wal: joinPath(directory, walName(n)), fs: fs, into: memtables, after: lastSequence)
+            let replayed = try replay(wal: joinPath(directory, walName(n)), fs: fs, into: memtables, after: lastSequence)
+            lastSequence = replayed.lastSequence
+            if replayed.isEmpty { emptyWals.append(n) }
         }
         versions.noteLastSequence(lastSequence)
         if options.readOnly {
@@ -150,12 +156,18 @@ enum Recovery {
         }
 
         removeObsoleteFiles(directory: directory, fs: fs, versions: versions, keepWal: walNumber)
+        // The one the log number names stays: an open checks that it exists.
+        for n in emptyWals where n != versions.logNumber && n != walNumber {
+            try? fs.removeFile(joinPath(directory, walName(n)))
+        }
         return Result(lock: lock, versions: versions, memtables: memtables, lastSequence: lastSequence,
                       wal: wal, walNumber: walNumber)
     }
 
-    /// Replays one WAL into the memtables; returns the highest sequence number seen.
-    static func replay(wal path: String, fs: any FileSystem, into memtables: [UInt32: Memtable], after start: UInt64) throws -> UInt64 {
+    /// Replays one WAL into the memtables; returns the highest sequence number seen, and
+    /// whether the log was empty: no record, nothing torn, only zeros if anything.
+    static func replay(wal path: String, fs: any FileSystem, into memtables: [UInt32: Memtable],
+                       after start: UInt64) throws -> (lastSequence: UInt64, isEmpty: Bool) {
         var last = start
         let bytes = try fs.readWholeFile(path)
         // A record found after damage only counts as "valid" if it also looks like a batch
@@ -163,7 +175,9 @@ enum Recovery {
         let reader = LogReader(bytes: bytes, path: path) { payload in
             payload.count >= 12 && loadFixed64(payload, 0) > start
         }
-        _ = try reader.forEachRecord { payload, offset in
+        var records = 0
+        let outcome = try reader.forEachRecord { payload, offset in
+            records += 1
             guard payload.count >= 12 else {
                 throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record too short")
             }
@@ -181,7 +195,7 @@ enum Recovery {
             }
             if seq > base { last = max(last, seq - 1) }
         }
-        return last
+        return (last, records == 0 && !outcome.droppedTornTail)
     }
 
     /// Removes files the manifest does not refer to: old manifests, WALs before the log number,
