@@ -56,7 +56,7 @@ enum BlockCompression: UInt8 {
 
 /// The kind of an entry, in the low byte of its trailer (SPEC.md §Key encoding). Never renumber.
 @usableFromInline
-enum EntryKind: UInt8 {
+enum EntryKind: UInt8, Sendable {
     case deletion = 0
     case value = 1
 }
