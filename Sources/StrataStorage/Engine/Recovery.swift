@@ -195,7 +195,11 @@ enum Recovery {
         let reader = LogReader(bytes: bytes, path: path) { payload in
             payload.count >= 12 && loadFixed64(payload, 0) > start
         }
-        var operations: [UInt32: [ReplayOperation]] = [:]
+        // Indexed by key space id (ids are small and dense): a dictionary lookup per
+        // operation showed in the profile.
+        var operations = [[ReplayOperation]](repeating: [], count: Int(memtables.keys.max() ?? 0) + 1)
+        var known = [Bool](repeating: false, count: operations.count)
+        for id in memtables.keys { known[Int(id)] = true }
         var total = 0
         var records = 0
         let outcome = try reader.forEachRecord { payload, offset in
@@ -211,10 +215,10 @@ enum Recovery {
             }
             var seq = base
             let ok = try BatchDecoder.forEach(UnsafeRawBufferPointer(rebasing: payload[8...])) { op in
-                guard memtables[op.keySpaceId] != nil else {
+                guard Int(op.keySpaceId) < known.count, known[Int(op.keySpaceId)] else {
                     throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record for unknown key space \(op.keySpaceId)")
                 }
-                operations[op.keySpaceId, default: []].append(
+                operations[Int(op.keySpaceId)].append(
                     ReplayOperation(keyOffset: offsetInLog(op.key), valueOffset: offsetInLog(op.value), sequence: seq,
                                     keyLength: UInt32(op.key.count), valueLength: UInt32(op.value.count), kind: op.kind))
                 seq += 1
@@ -225,7 +229,7 @@ enum Recovery {
             total += Int(seq - base)
             if seq > base { last = max(last, seq - 1) }
         }
-        let work = operations.map { (memtables[$0.key]!, $0.value) }
+        let work = operations.indices.filter { !operations[$0].isEmpty }.map { (memtables[UInt32($0)]!, operations[$0]) }
         bytes.withUnsafeBytes { raw in
             let log = UnsafeSendableBytes(raw)
             if work.count > 1 && total >= parallelReplayMinimum {
