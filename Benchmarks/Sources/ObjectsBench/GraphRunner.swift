@@ -11,7 +11,14 @@ func runGraph<S: GraphSystem>(_: S.Type, directory: String, sizes: GraphData.Siz
     let readPhases: Set<GraphPhase> = [.forward, .backlink, .prefetch, .queryEquality, .queryRange, .queryLink, .manyToMany]
     func timed<R>(_ phase: GraphPhase, operations: Int, _ body: () throws -> R) rethrows -> R {
         if let repeatSpec, repeatSpec.count == 2, repeatSpec[0] == phase.rawValue, readPhases.contains(phase) {
-            for _ in 1..<max(1, Int(repeatSpec[1]) ?? 1) { _ = try body() }
+            var times: [Double] = []
+            for _ in 1..<max(2, Int(repeatSpec[1]) ?? 2) {
+                let start = DispatchTime.now().uptimeNanoseconds
+                _ = try body()
+                times.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+            }
+            FileHandle.standardError.write(String(format: "%@: median %.3f ms over %d untimed runs\n",
+                                                  phase.rawValue, times.sorted()[times.count / 2], times.count).data(using: .utf8)!)
         }
         let start = DispatchTime.now().uptimeNanoseconds
         let r = try body()

@@ -51,7 +51,7 @@ public final class Query<T: Entity> {
             let store = self.store
             let b = try store.binding(for: T.self).get()
             try QueryRun.scan(T.self, condition: condition, fieldsNeeded: [], candidates: try linkCandidates(b, in: t),
-                              store: store, in: t, reuse: reuse, bytes: { id, bytes throws(StrataError) in
+                              store: store, binding: b, in: t, reuse: reuse, bytes: { id, bytes throws(StrataError) in
                 if skipped < offset {
                     skipped += 1
                     return true
@@ -158,8 +158,8 @@ public final class Query<T: Entity> {
             return f
         }
         var out: [Match] = []
-        try QueryRun.scan(T.self, condition: condition, fieldsNeeded: Set(orderFields), candidates: candidates, store: store, in: t,
-                          reuse: reuse) { id, m throws(StrataError) in
+        try QueryRun.scan(T.self, condition: condition, fieldsNeeded: Set(orderFields), candidates: candidates, store: store,
+                          binding: b, in: t, reuse: reuse) { id, m throws(StrataError) in
             out.append(Match(id: id, keys: orderFields.map { m.field($0).owned }))
         }
         return out
@@ -195,19 +195,23 @@ enum QueryRun {
         var planMade = false
         var plan: IndexPlan?
         var matcher: ObjectMatcher?
+        /// The fields a run reads for a given `fieldsNeeded`: the condition's own fields stay
+        /// the same when parameters change.
+        var fields: (needed: Set<Int>, all: Set<Int>)?
     }
 
     /// Calls `body` for each object of `R` matching `condition` (among `candidates` when
     /// given), by increasing id, with the matcher holding its `fieldsNeeded`; then `bytes`
     /// with the object's stored bytes, which ends the scan by returning false.
     static func scan<R: Entity>(_ type: R.Type, condition: ConditionNode, fieldsNeeded: Set<Int>, candidates: Set<Id>? = nil,
-                                store: Store, in t: Transaction?, reuse: Reuse? = nil,
+                                store: Store, binding: EntityBinding? = nil, in t: Transaction?, reuse: Reuse? = nil,
                                 _ body: (Id, ObjectMatcher) throws(StrataError) -> Void = { _, _ in },
                                 bytes: ((Id, UnsafeRawBufferPointer) throws(StrataError) -> Bool)? = nil) throws(StrataError) {
-        let b = try store.binding(for: R.self).get()
-        var candidates = candidates
+        let b: EntityBinding
+        if let binding { b = binding } else { b = try store.binding(for: R.self).get() }
         // Links already narrow to the related objects (usually few): reading an index range on
         // top would cost more than evaluating the condition on them.
+        var sortedCandidates = candidates?.sorted()
         if candidates == nil {
             let plan: IndexPlan?
             if let reuse, reuse.planMade {
@@ -217,10 +221,16 @@ enum QueryRun {
                 reuse?.plan = plan
                 reuse?.planMade = true
             }
-            if let plan { candidates = try plan.candidates(store: store, binding: b, in: t) }
+            if let plan { sortedCandidates = try plan.candidates(store: store, binding: b, in: t) }
         }
         do {
-            let fields = condition.fields.union(fieldsNeeded)
+            let fields: Set<Int>
+            if let cached = reuse?.fields, cached.needed == fieldsNeeded {
+                fields = cached.all
+            } else {
+                fields = condition.fields.union(fieldsNeeded)
+                reuse?.fields = (fieldsNeeded, fields)
+            }
             let m: ObjectMatcher
             if let cached = reuse?.matcher, cached.fieldsNeeded == fields, cached.binding === b {
                 m = cached
@@ -239,8 +249,8 @@ enum QueryRun {
                 try body(id, m)
                 return try bytes?(id, raw) ?? true
             }
-            if let candidates {
-                try box.forEachStored(candidates.sorted(), binding: b, in: t) { id, raw in try visit(id, raw) }
+            if let sortedCandidates {
+                try box.forEachStored(sortedCandidates, binding: b, in: t) { id, raw in try visit(id, raw) }
             } else {
                 try box.forEach(binding: b, in: t) { id, raw in try visit(id, raw) }
             }
