@@ -2,8 +2,10 @@
 /// entries include every object the condition matches. The condition is still evaluated on
 /// each candidate object, so ranges may be generous, never narrow.
 struct IndexPlan {
-    /// Key ranges, lower bound inclusive, upper exclusive (nil: to the end of the key space).
-    var ranges: [(lower: [UInt8], upper: [UInt8]?)]
+    /// Key ranges, lower bound inclusive, upper exclusive (nil: to the end of the key space);
+    /// `value` when the range holds the entries of one value exactly (`lower` is the key
+    /// without its id), which lets the engine's prefix filters skip segments.
+    var ranges: [(lower: [UInt8], upper: [UInt8]?, value: Bool)]
 
     /// A plan for `node` on an entity with these built indexes; nil when the condition needs a
     /// scan (no indexed property, `!=`, `endsWith`, case-insensitive strings, `||` with an
@@ -14,9 +16,9 @@ struct IndexPlan {
             guard field < b.propertyIds.count, let i = ix.position(ofProperty: b.propertyIds[field]) else { return nil }
             return ix.properties[i].header
         }
-        func point(_ h: [UInt8], _ v: QueryValue) -> (lower: [UInt8], upper: [UInt8]?) {
+        func point(_ h: [UInt8], _ v: QueryValue) -> (lower: [UInt8], upper: [UInt8]?, value: Bool) {
             let p = h + IndexKey.encode(v)
-            return (p, IndexKey.successor(p))
+            return (p, IndexKey.successor(p), true)
         }
         switch node {
         case let .compare(f, op, v):
@@ -28,16 +30,16 @@ struct IndexPlan {
             switch op {
             case .equal: return IndexPlan(ranges: [point(h, v)])
             case .notEqual: return nil
-            case .less: return IndexPlan(ranges: [(typeStart(), value())])
-            case .lessOrEqual: return IndexPlan(ranges: [(typeStart(), IndexKey.successor(value()))])
+            case .less: return IndexPlan(ranges: [(typeStart(), value(), false)])
+            case .lessOrEqual: return IndexPlan(ranges: [(typeStart(), IndexKey.successor(value()), false)])
             case .greater:
                 let bound = value()
-                return IndexPlan(ranges: [(IndexKey.successor(bound) ?? bound, IndexKey.successor(typeStart()))])
-            case .greaterOrEqual: return IndexPlan(ranges: [(value(), IndexKey.successor(typeStart()))])
+                return IndexPlan(ranges: [(IndexKey.successor(bound) ?? bound, IndexKey.successor(typeStart()), false)])
+            case .greaterOrEqual: return IndexPlan(ranges: [(value(), IndexKey.successor(typeStart()), false)])
             }
         case let .between(f, lo, hi):
             guard let h = header(f), !lo.isNaN, !hi.isNaN, !lo.isNullValue, !hi.isNullValue else { return nil }
-            return IndexPlan(ranges: [(h + IndexKey.encode(lo), IndexKey.successor(h + IndexKey.encode(hi)))])
+            return IndexPlan(ranges: [(h + IndexKey.encode(lo), IndexKey.successor(h + IndexKey.encode(hi)), false)])
         case let .isIn(f, values):
             guard let h = header(f), !values.contains(where: \.isNaN) else { return nil }
             return IndexPlan(ranges: values.sorted().map { point(h, $0) })
@@ -50,7 +52,7 @@ struct IndexPlan {
             case .equal: return IndexPlan(ranges: [point(h, .bytes(Array(literal.utf8)))])
             case .startsWith:
                 let p = h + IndexKey.encodePrefix(Array(literal.utf8))
-                return IndexPlan(ranges: [(p, IndexKey.successor(p))])
+                return IndexPlan(ranges: [(p, IndexKey.successor(p), false)])
             case .notEqual, .endsWith, .contains: return nil
             }
         case let .and(nodes):
@@ -58,7 +60,7 @@ struct IndexPlan {
             let plans = nodes.compactMap { make($0, binding: b) }
             return plans.min { $0.isPointLookup && !$1.isPointLookup }
         case let .or(nodes):
-            var ranges: [(lower: [UInt8], upper: [UInt8]?)] = []
+            var ranges: [(lower: [UInt8], upper: [UInt8]?, value: Bool)] = []
             for n in nodes {
                 guard let p = make(n, binding: b) else { return nil }
                 ranges += p.ranges
@@ -79,7 +81,7 @@ struct IndexPlan {
     func candidates(store: Store, binding b: EntityBinding, in t: Transaction?) throws(StrataError) -> [Id] {
         var ids: [Id] = []
         for r in ranges {
-            ids += try store.indexedIds(from: r.lower, to: r.upper, snapshot: t?.snapshot)
+            ids += try store.indexedIds(from: r.lower, to: r.upper, valuePrefix: r.value, snapshot: t?.snapshot)
         }
         if let t, t.isWrite {
             for p in t.pendingObjects(entityId: b.entityId) where p.value != nil { ids.append(p.id) }

@@ -17,7 +17,8 @@ extension Store {
         var ids: [Id] = []
         if let edges {
             do {
-                let it = try engine.makeIterator(in: edges, prefix: prefix.prefixBytes, snapshot: t?.snapshot)
+                let it = try engine.makeIterator(in: edges, prefix: prefix.prefixBytes,
+                                                 suffixBytes: EdgeKey.byteCount - EdgeKey.prefixByteCount, snapshot: t?.snapshot)
                 try it.seekToFirst()
                 while it.isValid {
                     if let key = EdgeKey(bytes: it.key) { ids.append(key.b) }

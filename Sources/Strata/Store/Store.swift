@@ -67,6 +67,10 @@ public final class Store: @unchecked Sendable {
         engineOptions.readOnly = options.readOnly
         engineOptions.keySpaces = options.readOnly ? [] : [ObjectFormat.objectsKeySpace, ObjectFormat.metaKeySpace, ObjectFormat.edgesKeySpace,
                                                                     ObjectFormat.indexesKeySpace]
+        // Edges are read by source (all but the last id) and index entries by value (all but
+        // the object id): segments holding neither are skipped by their filters.
+        engineOptions.prefixFilters[ObjectFormat.edgesKeySpace] = EdgeKey.byteCount - EdgeKey.prefixByteCount
+        engineOptions.prefixFilters[ObjectFormat.indexesKeySpace] = IndexKey.idBytes
         do {
             let engine = try Engine.open(directory: directoryPath, options: engineOptions)
             self.engine = engine
@@ -297,13 +301,17 @@ public final class Store: @unchecked Sendable {
         catalog.withLock { $0.indexes[entityId] }
     }
 
-    /// The object ids of the index entries with keys in `lower..<upper`.
-    func indexedIds(from lower: [UInt8], to upper: [UInt8]?, snapshot: Snapshot?) throws(StrataError) -> [Id] {
+    /// The object ids of the index entries with keys in `lower..<upper`. With `valuePrefix`,
+    /// `lower` is one whole indexed value (header and encoded value) and `upper` its successor:
+    /// segments whose filter rules that value out are skipped.
+    func indexedIds(from lower: [UInt8], to upper: [UInt8]?, valuePrefix: Bool, snapshot: Snapshot?) throws(StrataError) -> [Id] {
         guard let indexSpace else { return [] }
         if let upper, !lower.lexicographicallyPrecedes(upper) { return [] }
         var ids: [Id] = []
         do {
-            let it = try engine.makeIterator(in: indexSpace, lowerBound: lower, upperBound: upper, snapshot: snapshot)
+            let it = valuePrefix
+                ? try engine.makeIterator(in: indexSpace, prefix: lower, suffixBytes: IndexKey.idBytes, snapshot: snapshot)
+                : try engine.makeIterator(in: indexSpace, lowerBound: lower, upperBound: upper, snapshot: snapshot)
             try it.seekToFirst()
             while it.isValid {
                 ids.append(IndexKey.id(fromKey: it.key))

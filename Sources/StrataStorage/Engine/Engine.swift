@@ -35,6 +35,15 @@ public final class Engine: @unchecked Sendable {
     let options: EngineOptions
     let fileSystem: any FileSystem
     let layout: SegmentLayout
+    /// ``EngineOptions/prefixFilters`` by key space id.
+    private let prefixFilterSuffixBytes = LockedValue<[UInt32: Int]>([:])
+
+    /// How segments of a key space are written.
+    func layout(forKeySpace id: UInt32) -> SegmentLayout {
+        var l = layout
+        l.filterPrefixSuffixBytes = prefixFilterSuffixBytes.withLock { $0[id] } ?? 0
+        return l
+    }
     let stats = StatisticsCounters()
     let cache: BlockCache
     let snapshots = SnapshotList()
@@ -100,6 +109,10 @@ public final class Engine: @unchecked Sendable {
     }
 
     private init(directory: String, options: EngineOptions) throws {
+        for (name, n) in options.prefixFilters where !(1...StorageLimits.maxKeyBytes).contains(n) {
+            throw StorageError.invalidOption(name: "prefixFilters[\"\(name)\"]",
+                                             reason: "\(n) is outside 1...\(StorageLimits.maxKeyBytes)")
+        }
         self.directory = directory
         self.options = options
         fileSystem = options.fileSystem
@@ -122,6 +135,10 @@ public final class Engine: @unchecked Sendable {
         if let earlier = try? StatsFile.read(directory: directory, fileSystem: fileSystem) {
             stats.base.withLock { $0 = earlier }
         }
+        let suffixBytes = Dictionary(uniqueKeysWithValues: versions.keySpaces.compactMap { ks in
+            options.prefixFilters[ks.name].map { (ks.id, $0) }
+        })
+        prefixFilterSuffixBytes.withLock { $0 = suffixBytes }
         for name in options.keySpaces { _ = try keySpace(named: name) }
         commitLock.withLock { maybeScheduleCompaction() }
     }
@@ -195,6 +212,7 @@ public final class Engine: @unchecked Sendable {
         edit.addedKeySpaces = [ks]
         try manifestLock.withLock { try versions.logAndApply(edit) }
         keySpacesByName[name] = ks
+        prefixFilterSuffixBytes.withLock { $0[ks.id] = options.prefixFilters[name] }
         memtables[ks.id] = Memtable(keySpaceId: ks.id, expectedBytes: options.memtableBytes)
         publishView()
         return ks

@@ -162,7 +162,7 @@ extension Engine {
             }
             return
         }
-        var compactor = Compactor(job: job, version: version, oldestReadable: oldestReadableSequence(), layout: layout,
+        var compactor = Compactor(job: job, version: version, oldestReadable: oldestReadableSequence(), layout: layout(forKeySpace: job.keySpaceId),
                                   targetSegmentBytes: UInt64(max(64 << 10, options.targetSegmentBytes)),
                                   fileSystem: fileSystem, directory: directory, stats: stats,
                                   isCancelled: { [self] in isClosed.load(ordering: .relaxed) }) { [self] in

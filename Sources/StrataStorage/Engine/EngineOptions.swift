@@ -47,6 +47,16 @@ public struct EngineOptions: Sendable {
     public var readOnly = false
     /// Key spaces to create at open if they do not exist yet (besides "default").
     public var keySpaces: [String] = []
+    /// Key spaces whose keys are a prefix followed by a fixed number of bytes (an id, say),
+    /// with that number: their segments' bloom filters also hold each key's prefix, so that
+    /// ``Engine/makeIterator(in:prefix:suffixBytes:snapshot:)`` skips the segments that hold
+    /// no key with the prefix. Segments written before the option was set are never skipped.
+    /// Values must lie in 1...``StorageLimits/maxKeyBytes``.
+    ///
+    /// ```swift
+    /// options.prefixFilters = ["edges": 8]   // edge key = source · kind · target id (8 bytes)
+    /// ```
+    public var prefixFilters: [String: Int] = [:]
     /// Called on the engine's background threads when a flush or compaction begins and ends.
     /// Keep it short: the work waits for it.
     ///

@@ -98,6 +98,28 @@ extension Engine {
     /// ```
     public func makeIterator(in keySpace: KeySpace, lowerBound: [UInt8]? = nil, upperBound: [UInt8]? = nil,
                              snapshot: Snapshot? = nil) throws -> EngineIterator {
+        try makeIterator(in: keySpace, lowerBound: lowerBound, upperBound: upperBound, snapshot: snapshot, prefixFilter: nil)
+    }
+
+    /// An iterator over the keys of `keySpace` made of `prefix` and `suffixBytes` more bytes.
+    /// In a key space listed in ``EngineOptions/prefixFilters`` with that `suffixBytes`, it
+    /// skips the segments whose bloom filter rules the prefix out (a lookup by an index value,
+    /// the edges of one object); elsewhere it is ``makeIterator(in:prefix:snapshot:)``. It
+    /// covers the keys starting with `prefix`, but only those of `prefix.count + suffixBytes`
+    /// bytes are sure to be there: keys of other lengths may be skipped with their segment.
+    ///
+    /// ```swift
+    /// let it = try engine.makeIterator(in: edges, prefix: sourcePrefix, suffixBytes: 8)
+    /// try it.seekToFirst()
+    /// ```
+    public func makeIterator(in keySpace: KeySpace, prefix: [UInt8], suffixBytes: Int, snapshot: Snapshot? = nil) throws -> EngineIterator {
+        let hash = prefix.withUnsafeBytes { BloomFilter.hash($0) }
+        return try makeIterator(in: keySpace, lowerBound: prefix, upperBound: Self.prefixSuccessor(prefix), snapshot: snapshot,
+                                prefixFilter: (hash, suffixBytes))
+    }
+
+    private func makeIterator(in keySpace: KeySpace, lowerBound: [UInt8]?, upperBound: [UInt8]?, snapshot: Snapshot?,
+                              prefixFilter: (hash: UInt64, suffixBytes: Int)?) throws -> EngineIterator {
         try checkOpen()
         let (view, sequence) = readState(snapshot)
         guard let mem = view.memtables[keySpace.id] else { throw StorageError.unknownKeySpace(keySpace.name) }
@@ -106,15 +128,25 @@ extension Engine {
         if let levels = view.version.keySpaces[keySpace.id]?.levels {
             // Only segments that can hold a key of the range: a prefix scan (an index entry, a
             // relation's edges) then seeks in one segment per level, not in every one.
-            for segment in levels[0] where segment.overlaps(lowerBound: lowerBound, upperBound: upperBound) {
+            func mayHold(_ segment: LiveSegment) -> Bool {
+                prefixFilter.map { segment.reader.mayContain(prefixHash: $0.hash, suffixBytes: $0.suffixBytes) } ?? true
+            }
+            for segment in levels[0] where segment.overlaps(lowerBound: lowerBound, upperBound: upperBound) && mayHold(segment) {
                 children.append(segment.reader.makeIterator())
             }
             for level in levels.dropFirst() where !level.isEmpty {
                 let range = LiveSegment.overlapping(level, lowerBound: lowerBound, upperBound: upperBound)
                 switch range.count {
                 case 0: break
-                case 1: children.append(level[range.lowerBound].reader.makeIterator())
-                default: children.append(LevelIterator(Array(level[range])))
+                case 1: if mayHold(level[range.lowerBound]) { children.append(level[range.lowerBound].reader.makeIterator()) }
+                default:
+                    // A level's segments are sorted and disjoint: so is any subset of them.
+                    let kept = level[range].filter(mayHold)
+                    switch kept.count {
+                    case 0: break
+                    case 1: children.append(kept[0].reader.makeIterator())
+                    default: children.append(LevelIterator(kept))
+                    }
                 }
             }
         }

@@ -22,8 +22,9 @@ enum FormatConstants {
     /// Store format version, written in the manifest (SPEC.md §Manifest). A store written by a
     /// newer version is refused.
     static let storeFormatVersion: UInt32 = 1
-    /// Segment format version, in every segment footer (SPEC.md §Segment).
-    static let segmentFormatVersion: UInt32 = 1
+    /// Segment format version, in every segment footer (SPEC.md §Segment). Version 2 added the
+    /// properties block's filter prefix field; version 1 segments are still read.
+    static let segmentFormatVersion: UInt32 = 2
     /// Last eight bytes of every segment: "STRATSEG" read as a little-endian UInt64.
     static let segmentMagic: UInt64 = 0x4745_5354_4152_5453
     /// Bytes in the fixed segment footer.

@@ -30,6 +30,8 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
     case unknownKeySpace(String)
     /// A key-space name is empty, too long, or the store has too many key spaces.
     case invalidKeySpaceName(String)
+    /// An ``EngineOptions`` value is out of its range.
+    case invalidOption(name: String, reason: String)
     /// The engine was closed.
     case closed
     /// Any other operating-system error.
@@ -50,6 +52,7 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .batchTooLarge(size, limit): "write batch of \(size) bytes is over the limit of \(limit)"
         case let .unknownKeySpace(name): "unknown key space \"\(name)\""
         case let .invalidKeySpaceName(name): "invalid key space name \"\(name)\""
+        case let .invalidOption(name, reason): "invalid option \(name): \(reason)"
         case .closed: "the engine is closed"
         case let .io(operation, path, errno): "\(operation) failed for \(path): errno \(errno)"
         }

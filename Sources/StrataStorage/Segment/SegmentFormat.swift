@@ -80,6 +80,10 @@ public struct SegmentProperties: Equatable, Sendable {
     public var rawKeyBytes: UInt64
     public var rawValueBytes: UInt64
     public var dataBlockCount: UInt64
+    /// When not 0, the bloom filter also holds every key's prefix without its last this many
+    /// bytes, so a seek for such a prefix can skip the segment (SPEC.md §6.3). 0 in segments
+    /// of format 1.
+    public var filterPrefixSuffixBytes: UInt64 = 0
 
     func encode() -> [UInt8] {
         var w = ByteWriter(capacity: 128)
@@ -93,6 +97,7 @@ public struct SegmentProperties: Equatable, Sendable {
         w.appendVarint(rawKeyBytes)
         w.appendVarint(rawValueBytes)
         w.appendVarint(dataBlockCount)
+        w.appendVarint(filterPrefixSuffixBytes)
         return w.bytes
     }
 
@@ -106,8 +111,15 @@ public struct SegmentProperties: Equatable, Sendable {
               let rk = r.readVarint(), let rv = r.readVarint(), let blocks = r.readVarint(),
               smallest.count >= 8, largest.count >= 8
         else { return nil }
+        // Absent in format 1.
+        var suffixBytes: UInt64 = 0
+        if !r.isAtEnd {
+            guard let n = r.readVarint(), n <= UInt64(StorageLimits.maxKeyBytes) else { return nil }
+            suffixBytes = n
+        }
         return SegmentProperties(keySpaceId: UInt32(ks), entryCount: entries, deletionCount: deletions,
                                  minSequence: minSeq, maxSequence: maxSeq, smallestKey: Array(smallest),
-                                 largestKey: Array(largest), rawKeyBytes: rk, rawValueBytes: rv, dataBlockCount: blocks)
+                                 largestKey: Array(largest), rawKeyBytes: rk, rawValueBytes: rv, dataBlockCount: blocks,
+                                 filterPrefixSuffixBytes: suffixBytes)
     }
 }

@@ -161,6 +161,15 @@ final class SegmentReader: @unchecked Sendable {
         filter.withUnsafeBytes { BloomFilter.mayContain($0, hash: hash) }
     }
 
+    /// Whether the segment may hold a key made of a prefix with this hash and `suffixBytes`
+    /// more bytes: true unless its filter was built with such prefixes and rules this one out.
+    func mayContain(prefixHash: UInt64, suffixBytes: Int) -> Bool {
+        guard properties.filterPrefixSuffixBytes == UInt64(suffixBytes), suffixBytes > 0 else { return true }
+        if mayContain(hash: prefixHash) { return true }
+        stats.bloomNegatives.add(1, ordering: .relaxed)
+        return false
+    }
+
     /// The newest entry for `userKey` at or below the lookup key's sequence.
     /// `lookupKey` is the internal key (userKey, seekTrailer(sequence)).
     func get(lookupKey: UnsafeRawBufferPointer, hash: UInt64) throws -> SegmentLookup? {

@@ -6,6 +6,9 @@ struct SegmentLayout: Sendable {
     var restartInterval = 16
     var bloomBitsPerKey = 10
     var compress = true
+    /// When not 0, the filter also holds each key's prefix without its last this many bytes
+    /// (``EngineOptions/prefixFilters``).
+    var filterPrefixSuffixBytes = 0
 }
 
 /// Writes one immutable sorted segment file (SPEC.md §Segment):
@@ -42,7 +45,8 @@ final class SegmentWriter {
         dataBlock = BlockBuilder(restartInterval: layout.restartInterval)
         properties = SegmentProperties(keySpaceId: keySpaceId, entryCount: 0, deletionCount: 0,
                                        minSequence: .max, maxSequence: 0, smallestKey: [], largestKey: [],
-                                       rawKeyBytes: 0, rawValueBytes: 0, dataBlockCount: 0)
+                                       rawKeyBytes: 0, rawValueBytes: 0, dataBlockCount: 0,
+                                       filterPrefixSuffixBytes: UInt64(max(0, layout.filterPrefixSuffixBytes)))
     }
 
     /// Bytes written so far (including buffered).
@@ -54,6 +58,15 @@ final class SegmentWriter {
         let userKey = InternalKey.userKey(internalKey)
         if !hasLastUserKey || !lastUserKey.withUnsafeBytes({ $0.bytesEqual(userKey) }) {
             hashes.append(BloomFilter.hash(userKey))
+            let cut = layout.filterPrefixSuffixBytes
+            if cut > 0 && userKey.count >= cut {
+                // Keys sharing a prefix are adjacent: one hash per distinct prefix.
+                let prefix = UnsafeRawBufferPointer(rebasing: userKey[..<(userKey.count - cut)])
+                let samePrefix = hasLastUserKey && lastUserKey.count >= cut && lastUserKey.withUnsafeBytes {
+                    UnsafeRawBufferPointer(rebasing: $0[..<($0.count - cut)]).bytesEqual(prefix)
+                }
+                if !samePrefix { hashes.append(BloomFilter.hash(prefix)) }
+            }
             lastUserKey.removeAll(keepingCapacity: true)
             lastUserKey.append(contentsOf: userKey)
             hasLastUserKey = true
