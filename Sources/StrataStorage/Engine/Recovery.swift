@@ -59,7 +59,7 @@ enum Recovery {
     private static func recoverLocked(directory: String, options: EngineOptions, stats: StatisticsCounters,
                                       cache: BlockCache, lock: any FileLock) throws -> Result {
         let fs = options.fileSystem
-        let openReader: (SegmentMeta) throws -> SegmentReader = { meta in
+        let openReader: @Sendable (SegmentMeta) throws -> SegmentReader = { meta in
             let path = joinPath(directory, segmentName(meta.fileNumber))
             guard fs.fileExists(path) else {
                 throw StorageError.corruption(file: path, offset: 0, reason: "live segment file is missing")
