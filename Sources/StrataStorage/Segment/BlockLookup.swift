@@ -60,21 +60,36 @@ extension Block {
     /// whose key is >= target, nil when every key is smaller. `prefixes`, when given, narrows
     /// the search to the entries whose key prefix ties with the target's.
     func indexLookup(_ target: UnsafeRawBufferPointer, prefixes: IndexKeyPrefixes? = nil) -> Lookup {
+        guard let i = indexPosition(target, prefixes: prefixes) else { return .corrupted }
+        guard i < restartCount else { return .notFound }
+        guard let (_, unshared, vlen, p) = header(at: restartPoint(i)) else { return .corrupted }
+        return .entry(userKeyMatches: false, isDeletion: false, valueOffset: p + unshared, valueCount: vlen)
+    }
+
+    /// Index blocks: the position of the first entry whose key is >= target (`restartCount`
+    /// when every key is smaller); nil when the block is malformed. `prefixes` narrows the
+    /// binary search as in ``indexLookup(_:prefixes:)``.
+    func indexPosition(_ target: UnsafeRawBufferPointer, prefixes: IndexKeyPrefixes? = nil) -> Int? {
         var lo = 0, hi = restartCount
         if let prefixes {
             switch prefixes.candidates(for: InternalKey.userKey(target)) {
-            case .afterAll: return .notFound
+            case .afterAll: return restartCount
             case let .within(range): (lo, hi) = (range.lowerBound, range.upperBound)
             }
         }
         while lo < hi {
             let mid = (lo + hi) / 2
-            guard let k = indexEntryKey(mid) else { return .corrupted }
+            guard let k = indexEntryKey(mid) else { return nil }
             if InternalKey.compare(k, target) < 0 { lo = mid + 1 } else { hi = mid }
         }
-        guard lo < restartCount else { return .notFound }
-        guard let (_, unshared, vlen, p) = header(at: restartPoint(lo)) else { return .corrupted }
-        return .entry(userKeyMatches: false, isDeletion: false, valueOffset: p + unshared, valueCount: vlen)
+        return lo
+    }
+
+    /// The value of index entry `i` (a block handle); nil when the entry is malformed.
+    func indexEntryValue(_ i: Int) -> UnsafeRawBufferPointer? {
+        guard let (shared, unshared, vlen, p) = header(at: restartPoint(i)), shared == 0,
+              unshared >= InternalKey.trailerBytes else { return nil }
+        return UnsafeRawBufferPointer(rebasing: contents[(p + unshared)..<(p + unshared + vlen)])
     }
 
     /// Data blocks: the first entry with internal key >= target.

@@ -10,7 +10,7 @@ final class SegmentReader: @unchecked Sendable {
     let fileSize: UInt64
     let properties: SegmentProperties
     let index: Block
-    private let indexPrefixes: IndexKeyPrefixes?
+    let indexPrefixes: IndexKeyPrefixes?
     private let filter: [UInt8]
     private let cache: BlockCache
     private let stats: StatisticsCounters
