@@ -67,8 +67,12 @@ public struct EngineOptions: Sendable {
 
     public init() {}
 
+    /// The segment format new segments are written in. Only tests of reading older stores
+    /// set it (to 1).
+    var segmentFormatVersion = FormatConstants.segmentFormatVersion
+
     var segmentLayout: SegmentLayout {
         SegmentLayout(blockBytes: max(256, blockBytes), restartInterval: 8,
-                      bloomBitsPerKey: max(1, bloomBitsPerKey), compress: compression)
+                      bloomBitsPerKey: max(1, bloomBitsPerKey), compress: compression, formatVersion: segmentFormatVersion)
     }
 }

@@ -85,7 +85,7 @@ public struct SegmentProperties: Equatable, Sendable {
     /// of format 1.
     public var filterPrefixSuffixBytes: UInt64 = 0
 
-    func encode() -> [UInt8] {
+    func encode(formatVersion: UInt32 = FormatConstants.segmentFormatVersion) -> [UInt8] {
         var w = ByteWriter(capacity: 128)
         w.appendVarint(UInt64(keySpaceId))
         w.appendVarint(entryCount)
@@ -97,7 +97,7 @@ public struct SegmentProperties: Equatable, Sendable {
         w.appendVarint(rawKeyBytes)
         w.appendVarint(rawValueBytes)
         w.appendVarint(dataBlockCount)
-        w.appendVarint(filterPrefixSuffixBytes)
+        if formatVersion >= 2 { w.appendVarint(filterPrefixSuffixBytes) }
         return w.bytes
     }
 

@@ -9,6 +9,9 @@ struct SegmentLayout: Sendable {
     /// When not 0, the filter also holds each key's prefix without its last this many bytes
     /// (``EngineOptions/prefixFilters``).
     var filterPrefixSuffixBytes = 0
+    /// The segment format to write. Only tests of reading older segments ask for 1 (classic
+    /// filter, no filter prefixes).
+    var formatVersion = FormatConstants.segmentFormatVersion
 }
 
 /// Writes one immutable sorted segment file (SPEC.md §Segment):
@@ -46,7 +49,7 @@ final class SegmentWriter {
         properties = SegmentProperties(keySpaceId: keySpaceId, entryCount: 0, deletionCount: 0,
                                        minSequence: .max, maxSequence: 0, smallestKey: [], largestKey: [],
                                        rawKeyBytes: 0, rawValueBytes: 0, dataBlockCount: 0,
-                                       filterPrefixSuffixBytes: UInt64(max(0, layout.filterPrefixSuffixBytes)))
+                                       filterPrefixSuffixBytes: layout.formatVersion >= 2 ? UInt64(max(0, layout.filterPrefixSuffixBytes)) : 0)
     }
 
     /// Bytes written so far (including buffered).
@@ -58,7 +61,7 @@ final class SegmentWriter {
         let userKey = InternalKey.userKey(internalKey)
         if !hasLastUserKey || !lastUserKey.withUnsafeBytes({ $0.bytesEqual(userKey) }) {
             hashes.append(BloomFilter.hash(userKey))
-            let cut = layout.filterPrefixSuffixBytes
+            let cut = layout.formatVersion >= 2 ? layout.filterPrefixSuffixBytes : 0
             if cut > 0 && userKey.count >= cut {
                 // Keys sharing a prefix are adjacent: one hash per distinct prefix.
                 let prefix = UnsafeRawBufferPointer(rebasing: userKey[..<(userKey.count - cut)])
@@ -154,11 +157,14 @@ final class SegmentWriter {
         try finishDataBlock()
         if properties.dataBlockCount > 0 { properties.largestKey = pendingIndexKey }
         if hasPendingIndexKey { addIndexEntry() }
-        let filterHandle = try writeBlock(BloomFilter.build(hashes: hashes, bitsPerKey: layout.bloomBitsPerKey), compress: false)
+        let filter = layout.formatVersion >= 2
+            ? BloomFilter.buildBlocked(hashes: hashes, bitsPerKey: layout.bloomBitsPerKey)
+            : BloomFilter.build(hashes: hashes, bitsPerKey: layout.bloomBitsPerKey)
+        let filterHandle = try writeBlock(filter, compress: false)
         if properties.entryCount == 0 { properties.minSequence = 0 }
-        let propsHandle = try writeBlock(properties.encode(), compress: false)
+        let propsHandle = try writeBlock(properties.encode(formatVersion: layout.formatVersion), compress: false)
         let indexHandle = try writeBlock(indexBlock.finish(), compress: false)
-        output.append(SegmentFooter(index: indexHandle, filter: filterHandle, properties: propsHandle).encode())
+        output.append(SegmentFooter(index: indexHandle, filter: filterHandle, properties: propsHandle, formatVersion: layout.formatVersion).encode())
         offset += UInt64(FormatConstants.segmentFooterBytes)
         try flushOutput()
         try file.sync()
