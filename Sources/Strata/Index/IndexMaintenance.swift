@@ -73,10 +73,10 @@ extension Transaction {
 
     /// The ids of the committed index entries under `prefix`, among the entries of the property
     /// whose key header is `header` (`probe` names it: entity id and position). The same as
-    /// ``Store/indexedIds(from:to:valuePrefix:snapshot:)`` over the prefix on the latest state, through an
-    /// iterator kept for the whole transaction instead of one opened per check: the store's
-    /// write lock, which this transaction holds, keeps the committed state what it was when the
-    /// iterator opened, until the commit.
+    /// ``Store/indexedIds(from:to:valuePrefix:snapshot:)`` over the prefix on the latest state,
+    /// through an iterator kept for the whole transaction instead of one opened per check: the
+    /// store's write lock, which this transaction holds, keeps the committed state what it was
+    /// when the iterator opened, until the commit.
     private func committedIds(withPrefix prefix: [UInt8], property header: [UInt8], probe: UInt64) throws(StrataError) -> [Id] {
         guard let space = store.indexSpace else { return [] }
         var ids: [Id] = []

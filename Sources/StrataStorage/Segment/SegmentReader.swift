@@ -12,8 +12,6 @@ final class SegmentReader: @unchecked Sendable {
     let index: Block
     let indexPrefixes: IndexKeyPrefixes?
     private let filter: [UInt8]
-    /// Segment format 2 and later: the filter's blocked layout (SPEC.md §6.3).
-    private let filterBlocked: Bool
     private let cache: BlockCache
     private let stats: StatisticsCounters
     private var fileSystem: (any FileSystem)?
@@ -52,7 +50,6 @@ final class SegmentReader: @unchecked Sendable {
         indexPrefixes = IndexKeyPrefixes(index: index)
         let filterBlock = try Self.readBlock(file: file, path: path, handle: footer.filter, parseRestarts: false)
         filter = Array(UnsafeRawBufferPointer(rebasing: filterBlock.storage[0..<filterBlock.contents.count]))
-        filterBlocked = footer.formatVersion >= 2
         let propsBlock = try Self.readBlock(file: file, path: path, handle: footer.properties, parseRestarts: false)
         guard let props = SegmentProperties.decode(propsBlock.contents) else {
             throw StorageError.corruption(file: path, offset: footer.properties.offset, reason: "malformed properties block")
@@ -161,7 +158,7 @@ final class SegmentReader: @unchecked Sendable {
 
     /// Whether the bloom filter rules the key out.
     @inline(__always) func mayContain(hash: UInt64) -> Bool {
-        filter.withUnsafeBytes { filterBlocked ? BloomFilter.mayContainBlocked($0, hash: hash) : BloomFilter.mayContain($0, hash: hash) }
+        filter.withUnsafeBytes { BloomFilter.mayContain($0, hash: hash) }
     }
 
     /// Whether the segment may hold a key made of a prefix with this hash and `suffixBytes`

@@ -9,8 +9,8 @@ struct SegmentLayout: Sendable {
     /// When not 0, the filter also holds each key's prefix without its last this many bytes
     /// (``EngineOptions/prefixFilters``).
     var filterPrefixSuffixBytes = 0
-    /// The segment format to write. Only tests of reading older segments ask for 1 (classic
-    /// filter, no filter prefixes).
+    /// The segment format to write. Only tests of reading older segments ask for 1 (no filter
+    /// prefixes).
     var formatVersion = FormatConstants.segmentFormatVersion
 }
 
@@ -157,10 +157,7 @@ final class SegmentWriter {
         try finishDataBlock()
         if properties.dataBlockCount > 0 { properties.largestKey = pendingIndexKey }
         if hasPendingIndexKey { addIndexEntry() }
-        let filter = layout.formatVersion >= 2
-            ? BloomFilter.buildBlocked(hashes: hashes, bitsPerKey: layout.bloomBitsPerKey)
-            : BloomFilter.build(hashes: hashes, bitsPerKey: layout.bloomBitsPerKey)
-        let filterHandle = try writeBlock(filter, compress: false)
+        let filterHandle = try writeBlock(BloomFilter.build(hashes: hashes, bitsPerKey: layout.bloomBitsPerKey), compress: false)
         if properties.entryCount == 0 { properties.minSequence = 0 }
         let propsHandle = try writeBlock(properties.encode(formatVersion: layout.formatVersion), compress: false)
         let indexHandle = try writeBlock(indexBlock.finish(), compress: false)
