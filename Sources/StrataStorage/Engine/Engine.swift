@@ -37,13 +37,6 @@ public final class Engine: @unchecked Sendable {
     let layout: SegmentLayout
     /// ``EngineOptions/prefixFilters`` by key space id.
     private let prefixFilterSuffixBytes = LockedValue<[UInt32: Int]>([:])
-
-    /// How segments of a key space are written.
-    func layout(forKeySpace id: UInt32) -> SegmentLayout {
-        var l = layout
-        l.filterPrefixSuffixBytes = prefixFilterSuffixBytes.withLock { $0[id] } ?? 0
-        return l
-    }
     let stats = StatisticsCounters()
     let cache: BlockCache
     let snapshots = SnapshotList()
@@ -144,6 +137,13 @@ public final class Engine: @unchecked Sendable {
     }
 
     deinit { close() }
+
+    /// How segments of a key space are written.
+    func layout(forKeySpace id: UInt32) -> SegmentLayout {
+        var l = layout
+        l.filterPrefixSuffixBytes = prefixFilterSuffixBytes.withLock { $0[id] } ?? 0
+        return l
+    }
 
     /// Closes the store: waits for a running flush, closes the files, releases the lock. Data
     /// in the memtable stays in the write-ahead log and is replayed at the next open. Further

@@ -1,4 +1,5 @@
 import Dispatch
+
 /// The manifest: the append-only log of ``VersionEdit``s that says which segments are live, plus
 /// the counters (next file number, log number, last sequence) and the key spaces. Owns the
 /// current ``Version``. REQUIRES for every mutating call: the caller holds the engine's manifest
@@ -42,8 +43,6 @@ final class VersionSet: @unchecked Sendable {
         VersionSet(fileSystem: fileSystem, directory: directory, stats: stats, openReader: openReader)
     }
 
-    /// Reads CURRENT and the manifest it names (SPEC.md §Recovery). A torn last record (a crash
-    /// while appending an edit that never took effect) is dropped; any other damage throws.
     /// Opens the segments on as many threads as the machine has: each open reads and checks
     /// its index, filter and properties blocks (a fifth of an open's time, one by one). The
     /// first failure is thrown, after every open has ended.
@@ -62,6 +61,8 @@ final class VersionSet: @unchecked Sendable {
         return readers
     }
 
+    /// Reads CURRENT and the manifest it names (SPEC.md §Recovery). A torn last record (a crash
+    /// while appending an edit that never took effect) is dropped; any other damage throws.
     static func recover(fileSystem: any FileSystem, directory: String, stats: StatisticsCounters,
                         openReader: @escaping @Sendable (SegmentMeta) throws -> SegmentReader) throws -> VersionSet {
         let set = VersionSet(fileSystem: fileSystem, directory: directory, stats: stats, openReader: openReader)
