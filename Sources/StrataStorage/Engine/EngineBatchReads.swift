@@ -56,7 +56,7 @@ extension Engine {
                     try view.version.candidates(for: key, in: keySpace.id) { segment in
                         guard let handle = try segment.reader.blockHandle(lookupKey: lookup, hash: hash) else { return false }
                         segment.reader.prefetchCached(handle)
-                        pending[slot] = PendingRead(reader: segment.reader, handle: handle, hash: hash)
+                        pending[slot] = PendingRead(reader: segment.reader, handle: handle, hash: hash, lookup: lookup)
                         return true
                     }
                 }
@@ -71,8 +71,7 @@ extension Engine {
                 for i in start..<end {
                     let slot = i - start
                     guard let p = pending[slot], let block = p.block else { continue }
-                    let lookup = UnsafeRawBufferPointer(rebasing: lookupBuffers[(slot * stride)..<(slot * stride + keys.key(i, in: all).count + InternalKey.trailerBytes)])
-                    switch try p.reader.lookup(lookup, in: block) {
+                    switch try p.reader.lookup(p.lookup, in: block) {
                     case let .found(b, offset, count)?:
                         found[slot] = ValueLocation(owner: b, bytes: UnsafeRawBufferPointer(rebasing: b.contents[offset..<(offset + count)]))
                     case .deleted?:
@@ -114,5 +113,7 @@ private struct PendingRead {
     let reader: SegmentReader
     let handle: BlockHandle
     let hash: UInt64
+    /// The key's internal lookup key, in the read's lookup buffers.
+    let lookup: UnsafeRawBufferPointer
     var block: Block?
 }

@@ -32,8 +32,7 @@ public struct KeyList: Sendable {
 
     /// Adds a key at the end.
     public mutating func append(_ key: [UInt8]) {
-        bytes.append(contentsOf: key)
-        ends.append(bytes.count)
+        key.withUnsafeBytes { append($0) }
     }
 
     /// Empties the list, keeping its memory for the next batch.

@@ -53,16 +53,14 @@ final class MemtableIterator: InternalIterator {
 /// scan opens, and no linear parse.
 final class SegmentIterator: InternalIterator {
     private let reader: SegmentReader
-    private let index: Block
     /// The index entry of the data block `dataIterator` reads.
     @exclusivity(unchecked) private var indexPosition = 0
     @exclusivity(unchecked) private var dataIterator: BlockIterator?
     @exclusivity(unchecked) private(set) var error: StorageError?
     private let fillCache: Bool
 
-    init(reader: SegmentReader, index: Block, fillCache: Bool) {
+    init(reader: SegmentReader, fillCache: Bool) {
         self.reader = reader
-        self.index = index
         self.fillCache = fillCache
     }
 
@@ -75,22 +73,14 @@ final class SegmentIterator: InternalIterator {
         dataIterator = nil
     }
 
-    private func failIndex() {
-        fail(StorageError.corruption(file: reader.path, offset: 0, reason: "malformed index block"))
-    }
-
     /// Loads the data block of index entry `position`; false past either end or on damage.
     private func loadBlock(at position: Int) -> Bool {
-        guard position >= 0, position < index.restartCount else {
+        guard position >= 0, position < reader.index.restartCount else {
             dataIterator = nil
             return false
         }
-        guard let handle = index.indexEntryValue(position) else {
-            failIndex()
-            return false
-        }
         do {
-            let h = try reader.handle(fromIndexValue: handle)
+            let h = try reader.blockHandle(atIndexEntry: position)
             dataIterator = try reader.dataBlock(h, fillCache: fillCache).makeIterator()
             indexPosition = position
             return true
@@ -134,15 +124,15 @@ final class SegmentIterator: InternalIterator {
 
     func seekToLast() {
         guard error == nil else { return }
-        guard loadBlock(at: index.restartCount - 1) else { return }
+        guard loadBlock(at: reader.index.restartCount - 1) else { return }
         dataIterator!.seekToLast()
         skipEmptyBackward()
     }
 
     func seek(_ target: UnsafeRawBufferPointer) {
         guard error == nil else { return }
-        guard let position = index.indexPosition(target, prefixes: reader.indexPrefixes) else {
-            failIndex()
+        guard let position = reader.index.indexPosition(target, prefixes: reader.indexPrefixes) else {
+            fail(reader.indexCorruption)
             return
         }
         guard loadBlock(at: position) else { return }

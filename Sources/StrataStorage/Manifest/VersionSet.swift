@@ -48,13 +48,9 @@ final class VersionSet: @unchecked Sendable {
     /// first failure is thrown, after every open has ended.
     static func openAll(_ metas: [SegmentMeta], with open: @escaping @Sendable (SegmentMeta) throws -> SegmentReader) throws -> [UInt64: SegmentReader] {
         let results = LockedValue([Result<SegmentReader, any Error>?](repeating: nil, count: metas.count))
-        if metas.count > 1 {
-            DispatchQueue.concurrentPerform(iterations: metas.count) { i in
-                let r = Result { try open(metas[i]) }
-                results.withLock { $0[i] = r }
-            }
-        } else {
-            for (i, m) in metas.enumerated() { results.withLock { $0[i] = Result { try open(m) } } }
+        DispatchQueue.concurrentPerform(iterations: metas.count) { i in
+            let r = Result { try open(metas[i]) }
+            results.withLock { $0[i] = r }
         }
         var readers: [UInt64: SegmentReader] = [:]
         for (i, r) in results.withLock({ $0 }).enumerated() { readers[metas[i].fileNumber] = try r!.get() }

@@ -56,19 +56,10 @@ extension Block {
         return UnsafeRawBufferPointer(rebasing: contents[p..<(p + unshared)])
     }
 
-    /// Index blocks (every entry a restart point, stored whole): the value of the first entry
-    /// whose key is >= target, nil when every key is smaller. `prefixes`, when given, narrows
-    /// the search to the entries whose key prefix ties with the target's.
-    func indexLookup(_ target: UnsafeRawBufferPointer, prefixes: IndexKeyPrefixes? = nil) -> Lookup {
-        guard let i = indexPosition(target, prefixes: prefixes) else { return .corrupted }
-        guard i < restartCount else { return .notFound }
-        guard let (_, unshared, vlen, p) = header(at: restartPoint(i)) else { return .corrupted }
-        return .entry(userKeyMatches: false, isDeletion: false, valueOffset: p + unshared, valueCount: vlen)
-    }
-
-    /// Index blocks: the position of the first entry whose key is >= target (`restartCount`
-    /// when every key is smaller); nil when the block is malformed. `prefixes` narrows the
-    /// binary search as in ``indexLookup(_:prefixes:)``.
+    /// Index blocks (every entry a restart point, stored whole): the position of the first entry
+    /// whose key is >= target (`restartCount` when every key is smaller); nil when the block is
+    /// malformed. `prefixes`, when given, narrows the search to the entries whose key prefix
+    /// ties with the target's.
     func indexPosition(_ target: UnsafeRawBufferPointer, prefixes: IndexKeyPrefixes? = nil) -> Int? {
         var lo = 0, hi = restartCount
         if let prefixes {

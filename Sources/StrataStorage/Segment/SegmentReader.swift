@@ -156,18 +156,18 @@ final class SegmentReader: @unchecked Sendable {
         return h
     }
 
-    /// Whether the bloom filter rules the key out.
+    /// Whether the bloom filter admits the hash; a "no" counts as a bloom negative.
     @inline(__always) func mayContain(hash: UInt64) -> Bool {
-        filter.withUnsafeBytes { BloomFilter.mayContain($0, hash: hash) }
+        if filter.withUnsafeBytes({ BloomFilter.mayContain($0, hash: hash) }) { return true }
+        stats.bloomNegatives.add(1, ordering: .relaxed)
+        return false
     }
 
     /// Whether the segment may hold a key made of a prefix with this hash and `suffixBytes`
     /// more bytes: true unless its filter was built with such prefixes and rules this one out.
     func mayContain(prefixHash: UInt64, suffixBytes: Int) -> Bool {
         guard properties.filterPrefixSuffixBytes == UInt64(suffixBytes), suffixBytes > 0 else { return true }
-        if mayContain(hash: prefixHash) { return true }
-        stats.bloomNegatives.add(1, ordering: .relaxed)
-        return false
+        return mayContain(hash: prefixHash)
     }
 
     /// The newest entry for `userKey` at or below the lookup key's sequence.
@@ -181,17 +181,19 @@ final class SegmentReader: @unchecked Sendable {
     /// this segment out. The first half of ``get(lookupKey:hash:)``, for batched reads that fetch
     /// the blocks of many keys before searching any.
     func blockHandle(lookupKey: UnsafeRawBufferPointer, hash: UInt64) throws -> BlockHandle? {
-        guard mayContain(hash: hash) else {
-            stats.bloomNegatives.add(1, ordering: .relaxed)
-            return nil
-        }
-        switch index.indexLookup(lookupKey, prefixes: indexPrefixes) {
-        case let .entry(_, _, offset, count):
-            return try handle(fromIndexValue: UnsafeRawBufferPointer(rebasing: index.contents[offset..<(offset + count)]))
-        case .notFound: return nil
-        case .corrupted, .keyTooLong: throw StorageError.corruption(file: path, offset: 0, reason: "malformed index block")
-        }
+        guard mayContain(hash: hash) else { return nil }
+        guard let position = index.indexPosition(lookupKey, prefixes: indexPrefixes) else { throw indexCorruption }
+        return position < index.restartCount ? try blockHandle(atIndexEntry: position) : nil
     }
+
+    /// The data block that index entry `position` names (every index entry is a restart point).
+    /// Point reads and ``SegmentIterator`` both read index entries through this.
+    func blockHandle(atIndexEntry position: Int) throws -> BlockHandle {
+        guard let value = index.indexEntryValue(position) else { throw indexCorruption }
+        return try handle(fromIndexValue: value)
+    }
+
+    var indexCorruption: StorageError { .corruption(file: path, offset: 0, reason: "malformed index block") }
 
     /// The second half of ``get(lookupKey:hash:)``: the newest entry for the lookup key in
     /// `block`, one of this segment's data blocks; nil when this segment does not hold the key.
@@ -221,7 +223,7 @@ final class SegmentReader: @unchecked Sendable {
     }
 
     func makeIterator(fillCache: Bool = true) -> SegmentIterator {
-        SegmentIterator(reader: self, index: index, fillCache: fillCache)
+        SegmentIterator(reader: self, fillCache: fillCache)
     }
 }
 

@@ -46,7 +46,7 @@ public enum _FuzzTarget: String, CaseIterable, Sendable {
             let probe = UnsafeRawBufferPointer(rebasing: data.prefix(24))
             it.seek(probe)
             _ = block.dataLookup(probe)
-            _ = block.indexLookup(probe)
+            if let i = block.indexPosition(probe), i < block.restartCount { _ = block.indexEntryValue(i) }
         case .segment:
             let fs = InMemoryFileSystem()
             fs.setContents(of: "/fuzz.seg", to: Array(data))
