@@ -114,7 +114,13 @@ public struct EntityMacro: MemberMacro, ExtensionMacro, MemberAttributeMacro {
         if stored.isEmpty {
             loop = "    while try reader.nextField() != nil {}"
         } else {
-            let cases = stored.map { i, p in "        case \(i): try reader.read(&object.\(p.name))" }
+            // Assignments, not inout reads: an inout access to a class's stored property is a
+            // long access, checked for exclusivity at run time on every decode.
+            let cases = stored.map { i, p in
+                p.kind == .toOne
+                    ? "        case \(i): try reader.read(object.\(p.name))"
+                    : "        case \(i): object.\(p.name) = try reader.read()"
+            }
             loop = """
                     while let field = try reader.nextField() {
                         switch field {

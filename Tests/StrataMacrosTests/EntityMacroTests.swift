@@ -69,9 +69,9 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                     while let field = try reader.nextField() {
                         switch field {
                         case 0:
-                            try reader.read(&object.name)
+                            object.name = try reader.read()
                         case 1:
-                            try reader.read(&object.email)
+                            object.email = try reader.read()
                         default:
                             break
                         }
@@ -121,7 +121,7 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                     while let field = try reader.nextField() {
                         switch field {
                         case 0:
-                            try reader.read(&object.text)
+                            object.text = try reader.read()
                         default:
                             break
                         }
@@ -168,7 +168,7 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                     while let field = try reader.nextField() {
                         switch field {
                         case 0:
-                            try reader.read(&object.label)
+                            object.label = try reader.read()
                         default:
                             break
                         }
@@ -287,7 +287,7 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                     while let field = try reader.nextField() {
                         switch field {
                         case 0:
-                            try reader.read(&object.best)
+                            try reader.read(object.best)
                         default:
                             break
                         }

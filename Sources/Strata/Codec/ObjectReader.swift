@@ -32,7 +32,7 @@ public struct ObjectReader {
     }
 
     /// Reads the current field into a to-one relation (the target's id; the target loads lazily).
-    public mutating func read<T: Entity>(_ relation: inout ToOne<T>) throws {
+    public mutating func read<T: Entity>(_ relation: ToOne<T>) throws {
         var id: Id = 0
         if wire != .null {
             try expect(.varint)
@@ -51,7 +51,7 @@ public struct ObjectReader {
     /// Connects a backlink to its owner, so that it loads lazily.
     public func attach<T: Entity>(_ relation: ToMany<T>, backlink: Int) {
         guard let store, let binding else { return }
-        relation.attachBacklink(store: store, schema: binding.backlinks[backlink], ownerId: ownerId)
+        relation.attachBacklink(store: store, owner: binding, index: backlink, ownerId: ownerId)
     }
 
     /// The declared position of the next field this type knows, or nil at the end.
@@ -73,30 +73,27 @@ public struct ObjectReader {
         return nil
     }
 
-    /// Reads the current field into a stored property.
+    /// Reads the current field as the value of a stored property.
     @inlinable
-    public mutating func read<V: PersistableValue>(_ value: inout V) throws {
-        value = try V._strataRead(from: &self)
+    public mutating func read<V: PersistableValue>() throws -> V {
+        try V._strataRead(from: &self)
     }
 
-    /// Reads the current field into an enum property.
+    /// Reads the current field as the value of an enum property.
     @inlinable
-    public mutating func read<V: RawRepresentable>(_ value: inout V) throws where V.RawValue: PersistableValue {
+    public mutating func read<V: RawRepresentable>() throws -> V where V.RawValue: PersistableValue {
         let raw = try V.RawValue._strataRead(from: &self)
         guard let v = V(rawValue: raw) else { throw CodecFailure("stored value \(raw) is no case of \(V.self)") }
-        value = v
+        return v
     }
 
-    /// Reads the current field into an optional enum property.
+    /// Reads the current field as the value of an optional enum property.
     @inlinable
-    public mutating func read<V: RawRepresentable>(_ value: inout V?) throws where V.RawValue: PersistableValue {
-        if wire == .null {
-            value = nil
-            return
-        }
+    public mutating func read<V: RawRepresentable>() throws -> V? where V.RawValue: PersistableValue {
+        if wire == .null { return nil }
         let raw = try V.RawValue._strataRead(from: &self)
         guard let v = V(rawValue: raw) else { throw CodecFailure("stored value \(raw) is no case of \(V.self)") }
-        value = v
+        return v
     }
 
     // MARK: primitives for the value conformances

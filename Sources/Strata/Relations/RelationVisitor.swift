@@ -78,7 +78,7 @@ public struct RelationVisitor {
         case .beforeWrite, .assignToOne:
             return
         case .afterWrite, .attach:
-            relation.attachBacklink(store: store, schema: binding.backlinks[backlink], ownerId: ownerId)
+            relation.attachBacklink(store: store, owner: binding, index: backlink, ownerId: ownerId)
             if case .afterWrite = phase, let t = transaction { try relation.apply(in: t, store: store) }
         }
     }

@@ -117,8 +117,8 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
             return nil
         case let .standalone(entityId, propertyId):
             return try store.toManyList(entityId: entityId, propertyId: propertyId, source: ownerId, in: t)
-        case let .backlink(schema):
-            return try store.backlinkSources(schema, of: ownerId, in: t)
+        case let .backlink(owner, index):
+            return try store.backlinkSources(owner.backlinks[index], of: ownerId, in: t)
         }
     }
 
@@ -131,11 +131,12 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
         if wasUnattached && !hasChanges { isLoaded = false }
     }
 
-    func attachBacklink(store: Store, schema: BacklinkSchema, ownerId: Id) {
+    /// Attaches this to-many as the `index`th backlink of `owner`'s entity.
+    func attachBacklink(store: Store, owner: EntityBinding, index: Int, ownerId: Id) {
         let wasUnattached = self.store == nil
         self.store = store
         self.ownerId = ownerId
-        role = .backlink(schema)
+        role = .backlink(owner, index: index)
         // Unattached, `items` only changes along with `hasChanges`: no changes means no items.
         if wasUnattached && !hasChanges { isLoaded = false }
     }
@@ -168,7 +169,8 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
             for target in now.subtracting(then) {
                 t.putEdge(EdgeKey(kind: .toManyBacklink, entityId: entityId, propertyId: propertyId, a: target, b: ownerId))
             }
-        case let .backlink(schema):
+        case let .backlink(owner, index):
+            let schema = owner.backlinks[index]
             let (kind, entityId, propertyId) = try schema.storedRelation(in: store)
             guard entityId != 0 || items.isEmpty else {
                 throw .unknownRelation(entity: schema.source, property: schema.sourceProperty)
@@ -247,6 +249,7 @@ enum ToManyRole {
     case unattached
     /// A standalone to-many of the owner's entity.
     case standalone(entityId: UInt32, propertyId: UInt32)
-    /// A backlink over `source.sourceProperty`.
-    case backlink(BacklinkSchema)
+    /// The `index`th backlink of `owner`'s entity. By reference, not as a copy of the schema:
+    /// every decoded object attaches its backlinks, and a copy retains three strings.
+    case backlink(EntityBinding, index: Int)
 }

@@ -250,10 +250,26 @@ public struct Box<T: Entity>: Sendable {
     // MARK: reading
 
     /// The object with `id`, or nil.
+    @inlinable
     public func get(_ id: Id) throws(StrataError) -> T? {
+        // Inlinable, so that callers specialise it: unspecialised generic code asks the runtime
+        // for `Optional<T>`'s metadata on every call, and this is the path of every lazy to-one.
+        var found: T?
+        try visitStoredObject(id) { b, v in found = try b.decode(T.self, id: id, from: v, store: store) }
+        return found
+    }
+
+    /// Calls `body` with the stored bytes of the object with `id`, as the calling thread's
+    /// transaction (or the latest state) sees them; does nothing when it is not stored.
+    @usableFromInline
+    func visitStoredObject(_ id: Id, _ body: (EntityBinding, UnsafeRawBufferPointer) throws -> Void) throws(StrataError) {
         let b = try binding()
         guard id != 0 else { throw .invalidId(entity: b.name) }
-        return try store.read(consistent: false) { t in try load(id, binding: b, in: t) }
+        do {
+            _ = try withStoredBytes(id, binding: b, in: TransactionContext.current(for: store)) { v in try body(b, v) }
+        } catch {
+            throw StrataError(error)
+        }
     }
 
     /// The objects with these ids that are stored, in the order of `ids`, read from one
@@ -318,23 +334,6 @@ public struct Box<T: Entity>: Sendable {
     }
 
     // MARK: access paths
-
-    private func load(_ id: Id, binding b: EntityBinding, in t: Transaction?) throws -> T? {
-        let key = ObjectKey(entityId: b.entityId, id: id)
-        if let t, t.isWrite {
-            switch t.lookup(key) {
-            case .removed: return nil
-            case let .value(r):
-                return try t.arena.withUnsafeBytes { try b.decode(T.self, id: id, from: UnsafeRawBufferPointer(rebasing: $0[r]), store: store) }
-            case .absent: break
-            }
-        }
-        return try key.withBytes { k in
-            try store.engine.withValue(forKey: k, in: store.objects, snapshot: t?.snapshot) { v in
-                try b.decode(T.self, id: id, from: v, store: store)
-            }
-        }
-    }
 
     /// How many objects a batched read asks the engine for at once: enough for the engine to
     /// overlap their lookups, few enough that a caller that stops early wastes little.

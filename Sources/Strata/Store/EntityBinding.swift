@@ -2,6 +2,7 @@ import Synchronization
 
 /// One entity type as this open store knows it: its stored id and the mapping between the
 /// type's declared properties and the stored property ids. Made once per type per store.
+@usableFromInline
 final class EntityBinding: @unchecked Sendable {
     let name: String
     let entityId: UInt32
@@ -71,6 +72,7 @@ final class EntityBinding: @unchecked Sendable {
     }
 
     /// Decodes stored bytes; decoding failures name the entity and id.
+    @usableFromInline
     func decode<T: Entity>(_ type: T.Type, id: Id, from bytes: UnsafeRawBufferPointer, store: Store) throws(StrataError) -> T {
         store.counters.objectsRead.add(1, ordering: .relaxed)
         do {
