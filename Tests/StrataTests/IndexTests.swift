@@ -430,19 +430,117 @@ final class Account {
         let indexes = try #require(engine.existingKeySpace(named: "indexes") as KeySpace?)
         let meta = try #require(engine.existingKeySpace(named: "meta") as KeySpace?)
         let id: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 1]
-        // email (property 1): tag 4, "a", 0x00 escaped as 00 FF, terminator 00 01.
-        let email: [UInt8] = [0, 0, 0, 1, 0, 0, 0, 1, 4, 0x61, 0, 0xFF, 0, 1] + id
-        // age (property 2): tag 1, -2 as u64 with the sign bit flipped.
+        // email (property 1, unique: keyed by value, the id as value): tag 4, "a", 0x00
+        // escaped as 00 FF, terminator 00 01.
+        let email: [UInt8] = [0, 0, 0, 1, 0, 0, 0, 1, 4, 0x61, 0, 0xFF, 0, 1]
+        // age (property 2): tag 1, -2 as u64 with the sign bit flipped, then the id; no value.
         let age: [UInt8] = [0, 0, 0, 1, 0, 0, 0, 2, 1, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFE] + id
         #expect(try engine.scan(indexes).map(\.key) == [email, age])
-        #expect(try engine.scan(indexes).allSatisfy { $0.value.isEmpty })
-        // Record v4: email flags 8|4 (unique, indexed) + default "" (tag 4, terminator);
-        // age flags 4 + default 0; name flags 0.
-        let record: [UInt8] = [4, 0, 7] + Array("Account".utf8) + [3, 3,
-                               1, 5] + Array("email".utf8) + [12, 12, 3, 4, 0, 1,
+        #expect(try engine.scan(indexes).map(\.value) == [id, []])
+        // Record v5: email flags 16|8|4 (keyed by value, unique, indexed) + default ""
+        // (tag 4, terminator); age flags 4 + default 0; name flags 0.
+        let record: [UInt8] = [5, 0, 7] + Array("Account".utf8) + [3, 3,
+                               1, 5] + Array("email".utf8) + [12, 28, 3, 4, 0, 1,
                                2, 3] + Array("age".utf8) + [5, 4, 9, 1, 0x80, 0, 0, 0, 0, 0, 0, 0,
                                3, 4] + Array("name".utf8) + [12, 0]
         #expect(try engine.get([2, 0, 0, 0, 1], in: meta) == record)
+    }
+
+    /// A store of object format 3 keeps its unique indexes with one entry per object, like
+    /// `@Index`. Read-only, its queries read them as they are; the first writable binding of
+    /// the type rebuilds them keyed by value, and then lookups, checks and verify agree.
+    @Test func aUniqueIndexOfFormat3IsReadAsItIsThenRebuiltKeyedByValue() throws {
+        let dir = TemporaryDirectory()
+        let accounts = [Account(email: "a@x", age: 1), Account(email: "b@x", age: 2), Account(email: "c@x", age: 2)]
+        do {
+            let store = try Store(directoryPath: dir.path, options: .testing())
+            try store.box(for: Account.self).put(accounts)
+            store.close()
+        }
+        // Turn it into what format 3 wrote: entries "header · value · id" with empty values, a
+        // version 4 record without the keyed-by-value flag, format 3.
+        let header: [UInt8] = [0, 0, 0, 1, 0, 0, 0, 1]
+        do {
+            let engine = try Engine.open(directory: dir.path)
+            let indexes = try engine.keySpace(named: "indexes"), meta = try engine.keySpace(named: "meta")
+            var batch = WriteBatch()
+            var converted = 0
+            for (key, value) in try engine.scan(indexes) where key.starts(with: header) {
+                #expect(value.count == 8)
+                batch.delete(key, in: indexes)
+                batch.put(key + value, [], in: indexes)
+                converted += 1
+            }
+            #expect(converted == 3)
+            let v5: [UInt8] = [5, 0, 7] + Array("Account".utf8) + [3, 3, 1, 5] + Array("email".utf8) + [12, 28, 3, 4, 0, 1]
+            let record = try #require(try engine.get([2, 0, 0, 0, 1], in: meta))
+            #expect(Array(record.prefix(v5.count)) == v5)
+            var v4 = record
+            v4[0] = 4
+            v4[v5.count - 5] = 12
+            batch.put([2, 0, 0, 0, 1], v4, in: meta)
+            batch.put([1], [3, 0, 0, 0], in: meta)
+            try engine.write(batch)
+            engine.close()
+        }
+        do {
+            var options = StoreOptions.testing()
+            options.readOnly = true
+            let store = try Store(directoryPath: dir.path, options: options)
+            #expect(store.formatVersion == 3)
+            let box = store.box(for: Account.self)
+            #expect(try box.query { Account.email == "b@x" }.build().findIds() == [accounts[1].id])
+            #expect(try box.query { Account.email.startsWith("c") }.build().findIds() == [accounts[2].id])
+            #expect(try box.query { Account.email == "zz" }.build().count() == 0)
+            #expect(try store.verifyGraph().problems.isEmpty)
+            store.close()
+        }
+        let events = LockedEvents()
+        var options = StoreOptions.testing()
+        options.indexProgress = { events.append($0) }
+        let store = try Store(directoryPath: dir.path, options: options)
+        #expect(store.formatVersion == 4)
+        let box = store.box(for: Account.self)
+        #expect(Set(events.all.filter { $0.phase == .building }.map(\.property)) == ["email"])
+        #expect(try box.query { Account.email == "b@x" }.build().findIds() == [accounts[1].id])
+        #expect(try box.query { Account.email >= "b" }.build().findIds() == [accounts[1].id, accounts[2].id])
+        #expect(try box.query { Account.age == 2 }.build().findIds() == [accounts[1].id, accounts[2].id])
+        #expect(throws: StrataError.uniqueViolation(entity: "Account", property: "email", value: "\"a@x\"", existing: accounts[0].id)) {
+            try box.put(Account(email: "a@x", age: 9))
+        }
+        #expect(try store.verifyGraph().problems.isEmpty)
+        store.close()
+        let engine = try Engine.open(directory: dir.path)
+        defer { engine.close() }
+        let entries = try engine.scan(try engine.keySpace(named: "indexes")).filter { $0.key.starts(with: header) }
+        #expect(entries.map(\.key) == ["a@x", "b@x", "c@x"].map { header + [4] + Array($0.utf8) + [0, 1] })
+        #expect(entries.map(\.value) == accounts.map { a in (0..<8).reversed().map { UInt8(truncatingIfNeeded: a.id >> (8 * UInt64($0))) } })
+    }
+
+    /// Objects that swap values of a unique property in one transaction, in either order, end
+    /// with an entry keyed by each value naming its new holder: the commit deletes before it adds.
+    @Test func swappedUniqueValuesKeepOneEntryEachWhateverTheOrder() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let box = store.box(for: Account.self)
+        let a = Account(email: "one", age: 1), b = Account(email: "two", age: 2)
+        try box.put([a, b])
+        for firstIsA in [true, false, true] {
+            let (x, y) = firstIsA ? (a, b) : (b, a)
+            try store.runInTransaction {
+                let (vx, vy) = (x.email, y.email)
+                x.email = "tmp"
+                try box.put(x)
+                y.email = vx
+                try box.put(y)
+                x.email = vy
+                try box.put(x)
+            }
+            for x in [a, b] {
+                #expect(try box.query { Account.email == x.email }.build().findIds() == [x.id])
+            }
+            #expect(try store.verifyGraph().problems.isEmpty)
+        }
     }
 
     @Test func indexedValuesTooLargeForAKeyAreRefused() throws {

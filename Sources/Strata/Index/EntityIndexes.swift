@@ -9,6 +9,9 @@ final class EntityIndexes: Sendable {
         let name: String
         let type: PropertyType
         let isUnique: Bool
+        /// A unique index with one entry per value, whose value is the object's id; otherwise
+        /// one entry per object, with the id ending the key and an empty value.
+        let keyedByValue: Bool
         /// `IndexKey.header` of this property.
         let header: [UInt8]
         /// Encoding of the value of an object stored without the field.
@@ -29,6 +32,7 @@ final class EntityIndexes: Sendable {
         entityName = record.name
         properties = indexed.map {
             Indexed(propertyId: $0.id, name: $0.name, type: $0.type, isUnique: $0.index == .unique,
+                    keyedByValue: $0.index == .unique && $0.uniqueKeyedByValue,
                     header: IndexKey.header(entityId: record.entityId, propertyId: $0.id), defaultValue: $0.indexDefault)
         }
         var map = [Int32](repeating: -1, count: Int(indexed.map(\.id).max() ?? 0) + 1)
@@ -62,13 +66,21 @@ final class EntityIndexes: Sendable {
     func key(_ position: Int, value: [UInt8], id: Id) -> [UInt8] {
         var k = properties[position].header
         k.append(contentsOf: value)
-        IndexKey.appendBigEndian(id, to: &k)
+        if !properties[position].keyedByValue { IndexKey.appendBigEndian(id, to: &k) }
         return k
+    }
+
+    /// The value stored with the entry of object `id`: the id for an index keyed by value.
+    func entryValue(_ position: Int, id: Id) -> [UInt8] {
+        guard properties[position].keyedByValue else { return [] }
+        var v: [UInt8] = []
+        IndexKey.appendBigEndian(id, to: &v)
+        return v
     }
 
     /// Throws when an index key for `value` would exceed the engine's key limit.
     func checkSize(_ position: Int, value: [UInt8]) throws(StrataError) {
-        let size = IndexKey.headerBytes + value.count + IndexKey.idBytes
+        let size = IndexKey.headerBytes + value.count + (properties[position].keyedByValue ? 0 : IndexKey.idBytes)
         guard size <= StorageLimits.maxKeyBytes else {
             throw .indexValueTooLarge(entity: entityName, property: properties[position].name, size: size,
                                       limit: StorageLimits.maxKeyBytes)

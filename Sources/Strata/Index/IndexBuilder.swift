@@ -1,9 +1,9 @@
 import StrataStorage
 
 /// Makes the store's indexes match what a type declares, when the store first binds the type:
-/// builds the indexes of properties that gained `@Index`/`@Unique` (one pass over the entity's
-/// objects), checks a property that became `@Unique`, and drops the entries of indexes no
-/// longer declared. Runs with the store's write lock held, so no write interleaves.
+/// builds the indexes of properties that gained `@Index`/`@Unique` or changed between them, and
+/// those of an older layout (one pass over the entity's objects, which also checks uniqueness),
+/// and drops the entries of indexes no longer declared. Runs with the store's write lock held, so no write interleaves.
 ///
 /// Entries are written in chunks before the entity record that lists the index: a crash in
 /// between leaves the index unlisted, and the next build first clears what it finds.
@@ -16,10 +16,14 @@ enum IndexBuilder {
     static func reconcile(_ record: inout EntityRecord, schema: EntitySchema, propertyIds: [UInt32],
                           encodedDefault: [UInt8], store: Store) throws(StrataError) {
         var wanted = record
-        for i in wanted.properties.indices { wanted.properties[i].index = .none }
+        for i in wanted.properties.indices {
+            wanted.properties[i].index = .none
+            wanted.properties[i].uniqueKeyedByValue = false
+        }
         for (declared, id) in zip(schema.properties, propertyIds) where declared.index != .none {
             guard let i = wanted.properties.firstIndex(where: { $0.id == id }) else { continue }
             wanted.properties[i].index = declared.index
+            wanted.properties[i].uniqueKeyedByValue = declared.index == .unique
         }
         // Defaults: the index encodings of a fresh object's values.
         if let ix = EntityIndexes(wanted) {
@@ -37,28 +41,28 @@ enum IndexBuilder {
             return
         }
         var toBuild: [EntityRecord.Property] = []
-        var toCheck: [EntityRecord.Property] = []
         var toDrop: [EntityRecord.Property] = []
         for (old, new) in zip(record.properties, wanted.properties) {
-            let rebuilt = old.index != .none && new.index != .none && old.indexDefault != new.indexDefault
+            // Between `@Index` and `@Unique` the layout changes (one entry per object or per
+            // value), as it does for a unique index of record version 4.
+            let rebuilt = old.index != .none && new.index != .none
+                && (old.indexDefault != new.indexDefault || old.index != new.index || old.uniqueKeyedByValue != new.uniqueKeyedByValue)
             if old.index != .none && new.index == .none { toDrop.append(old) }
-            if new.index != .none && (old.index == .none || rebuilt) {
-                toBuild.append(new)
-            } else if new.index == .unique && old.index == .index {
-                toCheck.append(new)
-            }
+            if new.index != .none && (old.index == .none || rebuilt) { toBuild.append(new) }
         }
-        // Builds and checks first, so that a refused unique index leaves every existing index
-        // as it was. (A rebuild clears its old entries: a refused one is no longer listed.)
-        if !toBuild.isEmpty { try build(wanted, toBuild, store: store) }
-        for p in toBuild + toCheck where p.index == .unique {
+        // Builds first, so that a refused unique index leaves every index not rebuilt as it
+        // was. (A rebuild clears its old entries: a refused one is no longer listed.)
+        if !toBuild.isEmpty {
             do {
-                try checkUnique(wanted, p, store: store)
+                try build(wanted, toBuild, store: store)
             } catch {
-                for built in toBuild { try drop(wanted, built, store: store) }
-                for i in record.properties.indices where toBuild.contains(where: { $0.id == record.properties[i].id }) {
-                    record.properties[i].index = .none
-                    record.properties[i].indexDefault = []
+                if case .uniqueViolation = error {
+                    for built in toBuild { try drop(wanted, built, store: store) }
+                    for i in record.properties.indices where toBuild.contains(where: { $0.id == record.properties[i].id }) {
+                        record.properties[i].index = .none
+                        record.properties[i].indexDefault = []
+                        record.properties[i].uniqueKeyedByValue = false
+                    }
                 }
                 throw error
             }
@@ -120,12 +124,17 @@ enum IndexBuilder {
         report(store, record, p, .dropping, done: done, total: done)
     }
 
-    /// Writes the entries of `properties` for every stored object of the entity.
+    /// Writes the entries of `properties` for every stored object of the entity. Throws
+    /// ``StrataError/uniqueViolation(entity:property:value:existing:)`` when a second object
+    /// holds a value of a unique one (entries keyed by value would silently keep only one).
     private static func build(_ record: EntityRecord, _ properties: [EntityRecord.Property], store: Store) throws(StrataError) {
         guard let space = store.indexSpace, let all = EntityIndexes(record) else { return }
         // Leftovers of a build a crash interrupted.
         for p in properties { try drop(record, p, store: store) }
         let positions = properties.compactMap { all.position(ofProperty: $0.id) }
+        /// Per unique position being built: each value seen, and the first object holding it.
+        var holders = [Int: [[UInt8]: Id]]()
+        for i in positions where all.properties[i].isUnique { holders[i] = [:] }
         let total = Int(try store.storedCount(entityId: record.entityId, in: nil))
         var done = 0
         do {
@@ -140,7 +149,15 @@ enum IndexBuilder {
                 }
                 for i in positions {
                     try all.checkSize(i, value: values[i])
-                    writer.batch.put(all.key(i, value: values[i], id: id), [], in: space)
+                    if holders[i] != nil {
+                        if let first = holders[i]![values[i]] {
+                            throw StrataError.uniqueViolation(entity: record.name, property: all.properties[i].name,
+                                                              value: IndexValueText.describe(values[i], type: all.properties[i].type),
+                                                              existing: first)
+                        }
+                        holders[i]![values[i]] = id
+                    }
+                    writer.batch.put(all.key(i, value: values[i], id: id), all.entryValue(i, id: id), in: space)
                 }
                 done += 1
                 try writer.objectDone { for p in properties { report(store, record, p, .building, done: done, total: total) } }
@@ -151,33 +168,5 @@ enum IndexBuilder {
             throw StrataError(error)
         }
         for p in properties { report(store, record, p, .building, done: done, total: total) }
-    }
-
-    /// Throws ``StrataError/uniqueViolation(entity:property:value:existing:)`` when two entries
-    /// of the index hold one value: entries are sorted by value, so duplicates are neighbours.
-    private static func checkUnique(_ record: EntityRecord, _ p: EntityRecord.Property, store: Store) throws(StrataError) {
-        guard let space = store.indexSpace else { return }
-        var previous: [UInt8]? = nil
-        var done = 0
-        do {
-            let it = try store.engine.makeIterator(in: space, prefix: IndexKey.header(entityId: record.entityId, propertyId: p.id))
-            try it.seekToFirst()
-            while it.isValid {
-                let key = it.key
-                let value = Array(key[IndexKey.headerBytes..<(key.count - IndexKey.idBytes)])
-                if value == previous {
-                    throw StrataError.uniqueViolation(entity: record.name, property: p.name,
-                                                      value: IndexValueText.describe(value, type: p.type),
-                                                      existing: IndexKey.id(fromKey: key))
-                }
-                previous = value
-                done += 1
-                if done % chunk == 0 { report(store, record, p, .checkingUnique, done: done, total: 0) }
-                try it.next()
-            }
-        } catch {
-            throw StrataError(error)
-        }
-        report(store, record, p, .checkingUnique, done: done, total: done)
     }
 }

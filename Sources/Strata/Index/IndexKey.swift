@@ -96,6 +96,21 @@ enum IndexKey {
         return id
     }
 
+    /// The object id an index entry names: the end of its key, or the whole value of an entry
+    /// of a unique index keyed by value. Throws when the entry is too short to hold one.
+    static func id(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, keyedByValue: Bool) throws(StrataError) -> Id {
+        if keyedByValue {
+            guard value.count == idBytes else {
+                throw .corruptCatalog(reason: "an entry of a unique index holds \(value.count) bytes instead of an object id")
+            }
+            return id(fromKey: value)
+        }
+        guard key.count > headerBytes + idBytes else {
+            throw .corruptCatalog(reason: "an index key of \(key.count) bytes is too short to end in an object id")
+        }
+        return id(fromKey: key)
+    }
+
     /// The smallest key after every key that starts with `prefix`; nil when none exists.
     static func successor(_ prefix: [UInt8]) -> [UInt8]? { Engine.prefixSuccessor(prefix) }
 }

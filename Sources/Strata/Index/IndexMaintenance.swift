@@ -5,9 +5,12 @@ extension Transaction {
     /// each written object of an indexed entity, its values before the transaction (read from
     /// the engine: the write lock keeps the latest state ours) against its final values. Done at
     /// commit, so every path that writes objects (puts, removals, relation clean-up) is covered
-    /// and intermediate states never reach the index.
+    /// and intermediate states never reach the index. Every deletion goes before every addition:
+    /// an entry keyed by value that one object leaves and another takes in this transaction
+    /// must end up added, whatever the order of the objects.
     func addIndexChanges(to batch: inout WriteBatch) throws(StrataError) {
         guard let space = store.indexSpace else { return }
+        var additions: [(key: [UInt8], value: [UInt8])] = []
         var byEntity: [UInt32: EntityIndexes?] = [:]
         for p in pending {
             let entity: EntityIndexes?
@@ -29,7 +32,7 @@ extension Transaction {
                     if let v = old?[i] { batch.delete(ix.key(i, value: v, id: p.key.id), in: space) }
                     if let v = new?[i] {
                         try ix.checkSize(i, value: v)
-                        batch.put(ix.key(i, value: v, id: p.key.id), [], in: space)
+                        additions.append((ix.key(i, value: v, id: p.key.id), ix.entryValue(i, id: p.key.id)))
                     }
                 }
             } catch let e as StrataError {
@@ -40,6 +43,7 @@ extension Transaction {
                 throw StrataError(error)
             }
         }
+        for (key, value) in additions { batch.put(key, value, in: space) }
     }
 
     /// Throws when `bytes` (the encoding of object `id` about to be put; 0 for a new object)
@@ -52,8 +56,7 @@ extension Transaction {
         for (i, p) in ix.properties.enumerated() {
             try ix.checkSize(i, value: values[i])
             guard p.isUnique else { continue }
-            let prefix = p.header + values[i]
-            var candidates = try committedIds(withPrefix: prefix, property: p.header, probe: UInt64(ix.entityId) << 32 | UInt64(i))
+            var candidates = try committedIds(holding: values[i], position: i, indexes: ix)
             candidates += pendingUnique[IndexValueDigest.of(header: p.header, value: values[i])] ?? []
             for other in candidates where other != id {
                 // The entry may be stale for this transaction: the object may have changed.
@@ -71,33 +74,15 @@ extension Transaction {
         return values
     }
 
-    /// The ids of the committed index entries under `prefix`, among the entries of the property
-    /// whose key header is `header` (`probe` names it: entity id and position). The same as
-    /// ``Store/indexedIds(from:to:valuePrefix:snapshot:)`` over the prefix on the latest state,
-    /// through an iterator kept for the whole transaction instead of one opened per check: the
-    /// store's write lock, which this transaction holds, keeps the committed state what it was
-    /// when the iterator opened, until the commit.
-    private func committedIds(withPrefix prefix: [UInt8], property header: [UInt8], probe: UInt64) throws(StrataError) -> [Id] {
-        guard let space = store.indexSpace else { return [] }
-        var ids: [Id] = []
-        do {
-            let it: EngineIterator
-            if let open = uniqueProbes[probe] {
-                it = open
-            } else {
-                it = try store.engine.makeIterator(in: space, lowerBound: header, upperBound: IndexKey.successor(header))
-                uniqueProbes[probe] = it
-            }
-            try it.seek(prefix)
-            while it.isValid, it.key.starts(with: prefix) {
-                ids.append(IndexKey.id(fromKey: it.key))
-                try it.next()
-            }
-        } catch {
-            throw StrataError(error)
-        }
-        store.counters.indexEntriesRead.add(UInt64(ids.count), ordering: .relaxed)
-        return ids
+    /// The ids of the committed objects whose entries in the unique index at `position` hold
+    /// `value`, on the latest state (the write lock this transaction holds keeps it what it was).
+    /// For an index keyed by value, one point read. A writable store rebuilds a unique index of
+    /// the older layout before a box of its type can put anything; the layout is read as it is
+    /// all the same.
+    private func committedIds(holding value: [UInt8], position: Int, indexes ix: EntityIndexes) throws(StrataError) -> [Id] {
+        let lower = ix.properties[position].header + value
+        return try store.indexedIds(from: lower, to: IndexKey.successor(lower), valuePrefix: true,
+                                    keyedByValue: ix.properties[position].keyedByValue, snapshot: nil)
     }
 
     /// Remembers the unique values object `id` now holds (`values`, from

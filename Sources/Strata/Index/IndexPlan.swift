@@ -2,57 +2,72 @@
 /// entries include every object the condition matches. The condition is still evaluated on
 /// each candidate object, so ranges may be generous, never narrow.
 struct IndexPlan {
-    /// Key ranges, lower bound inclusive, upper exclusive (nil: to the end of the key space);
-    /// `value` when the range holds the entries of one value exactly (`lower` is the key
-    /// without its id), which lets the engine's prefix filters skip segments.
-    var ranges: [(lower: [UInt8], upper: [UInt8]?, value: Bool)]
+    /// Key ranges of one index's entries, lower bound inclusive, upper exclusive (nil: to the
+    /// end of the key space).
+    struct Range {
+        var lower: [UInt8]
+        var upper: [UInt8]?
+        /// The range holds the entries of one value exactly (`lower` is the key without its
+        /// id), which lets the engine's prefix filters skip segments, and makes a lookup in an
+        /// index keyed by value one point read.
+        var value: Bool
+        /// The index is unique and keyed by value: the id is the entry's value.
+        var keyedByValue: Bool
+    }
+
+    var ranges: [Range]
 
     /// A plan for `node` on an entity with these built indexes; nil when the condition needs a
     /// scan (no indexed property, `!=`, `endsWith`, case-insensitive strings, `||` with an
     /// unindexed branch).
     static func make(_ node: ConditionNode, binding b: EntityBinding) -> IndexPlan? {
         guard let ix = b.indexes else { return nil }
-        func header(_ field: Int) -> [UInt8]? {
+        /// The property's key header, and whether its index is keyed by value.
+        func index(_ field: Int) -> (header: [UInt8], byValue: Bool)? {
             guard field < b.propertyIds.count, let i = ix.position(ofProperty: b.propertyIds[field]) else { return nil }
-            return ix.properties[i].header
+            return (ix.properties[i].header, ix.properties[i].keyedByValue)
         }
-        func point(_ h: [UInt8], _ v: QueryValue) -> (lower: [UInt8], upper: [UInt8]?, value: Bool) {
-            let p = h + IndexKey.encode(v)
-            return (p, IndexKey.successor(p), true)
+        func point(_ x: (header: [UInt8], byValue: Bool), _ v: QueryValue) -> Range {
+            let p = x.header + IndexKey.encode(v)
+            return Range(lower: p, upper: IndexKey.successor(p), value: true, keyedByValue: x.byValue)
+        }
+        func range(_ x: (header: [UInt8], byValue: Bool), _ lower: [UInt8], _ upper: [UInt8]?) -> Range {
+            Range(lower: lower, upper: upper, value: false, keyedByValue: x.byValue)
         }
         switch node {
         case let .compare(f, op, v):
-            guard let h = header(f), !v.isNaN, !v.isNullValue else { return nil }
+            guard let x = index(f), !v.isNaN, !v.isNullValue else { return nil }
+            let h = x.header
             // Each operator builds only the bounds it uses: a re-run equality lookup replans on
             // every new parameter value.
             let value = { h + IndexKey.encode(v) }
             let typeStart = { h + [IndexKey.encode(v)[0]] }
             switch op {
-            case .equal: return IndexPlan(ranges: [point(h, v)])
+            case .equal: return IndexPlan(ranges: [point(x, v)])
             case .notEqual: return nil
-            case .less: return IndexPlan(ranges: [(typeStart(), value(), false)])
-            case .lessOrEqual: return IndexPlan(ranges: [(typeStart(), IndexKey.successor(value()), false)])
+            case .less: return IndexPlan(ranges: [range(x, typeStart(), value())])
+            case .lessOrEqual: return IndexPlan(ranges: [range(x, typeStart(), IndexKey.successor(value()))])
             case .greater:
                 let bound = value()
-                return IndexPlan(ranges: [(IndexKey.successor(bound) ?? bound, IndexKey.successor(typeStart()), false)])
-            case .greaterOrEqual: return IndexPlan(ranges: [(value(), IndexKey.successor(typeStart()), false)])
+                return IndexPlan(ranges: [range(x, IndexKey.successor(bound) ?? bound, IndexKey.successor(typeStart()))])
+            case .greaterOrEqual: return IndexPlan(ranges: [range(x, value(), IndexKey.successor(typeStart()))])
             }
         case let .between(f, lo, hi):
-            guard let h = header(f), !lo.isNaN, !hi.isNaN, !lo.isNullValue, !hi.isNullValue else { return nil }
-            return IndexPlan(ranges: [(h + IndexKey.encode(lo), IndexKey.successor(h + IndexKey.encode(hi)), false)])
+            guard let x = index(f), !lo.isNaN, !hi.isNaN, !lo.isNullValue, !hi.isNullValue else { return nil }
+            return IndexPlan(ranges: [range(x, x.header + IndexKey.encode(lo), IndexKey.successor(x.header + IndexKey.encode(hi)))])
         case let .isIn(f, values):
-            guard let h = header(f), !values.contains(where: \.isNaN) else { return nil }
-            return IndexPlan(ranges: values.sorted().map { point(h, $0) })
+            guard let x = index(f), !values.contains(where: \.isNaN) else { return nil }
+            return IndexPlan(ranges: values.sorted().map { point(x, $0) })
         case let .isNil(f, true):
-            guard let h = header(f) else { return nil }
-            return IndexPlan(ranges: [point(h, .null)])
+            guard let x = index(f) else { return nil }
+            return IndexPlan(ranges: [point(x, .null)])
         case let .string(f, op, literal, caseSensitive: true):
-            guard let h = header(f) else { return nil }
+            guard let x = index(f) else { return nil }
             switch op {
-            case .equal: return IndexPlan(ranges: [point(h, .bytes(Array(literal.utf8)))])
+            case .equal: return IndexPlan(ranges: [point(x, .bytes(Array(literal.utf8)))])
             case .startsWith:
-                let p = h + IndexKey.encodePrefix(Array(literal.utf8))
-                return IndexPlan(ranges: [(p, IndexKey.successor(p), false)])
+                let p = x.header + IndexKey.encodePrefix(Array(literal.utf8))
+                return IndexPlan(ranges: [range(x, p, IndexKey.successor(p))])
             case .notEqual, .endsWith, .contains: return nil
             }
         case let .and(nodes):
@@ -60,7 +75,7 @@ struct IndexPlan {
             let plans = nodes.compactMap { make($0, binding: b) }
             return plans.min { $0.isPointLookup && !$1.isPointLookup }
         case let .or(nodes):
-            var ranges: [(lower: [UInt8], upper: [UInt8]?, value: Bool)] = []
+            var ranges: [Range] = []
             for n in nodes {
                 guard let p = make(n, binding: b) else { return nil }
                 ranges += p.ranges
@@ -81,7 +96,8 @@ struct IndexPlan {
     func candidates(store: Store, binding b: EntityBinding, in t: Transaction?) throws(StrataError) -> [Id] {
         var ids: [Id] = []
         for r in ranges {
-            ids += try store.indexedIds(from: r.lower, to: r.upper, valuePrefix: r.value, snapshot: t?.snapshot)
+            ids += try store.indexedIds(from: r.lower, to: r.upper, valuePrefix: r.value, keyedByValue: r.keyedByValue,
+                                        snapshot: t?.snapshot)
         }
         if let t, t.isWrite {
             for p in t.pendingObjects(entityId: b.entityId) where p.value != nil { ids.append(p.id) }

@@ -62,8 +62,8 @@ struct GraphVerifier {
     private var expectedToOne = Set<EdgeKey>()
     /// (entity, property, source, target) of every non-nil to-one, checked once all ids are known.
     private var toOneTargets: [(UInt32, UInt32, Id, Id)] = []
-    /// Index keys the objects call for.
-    private var expectedIndex = Set<[UInt8]>()
+    /// Index entries the objects call for: key → value and the object's id.
+    private var expectedIndex: [[UInt8]: (value: [UInt8], id: Id)] = [:]
     /// Owners seen per embedded object (entity id, object id).
     private var owners: [ObjectKey: Int] = [:]
 
@@ -153,7 +153,7 @@ struct GraphVerifier {
                 }
                 if let ix = indexes[entityId] {
                     for (i, value) in try ix.values(of: it.value).enumerated() {
-                        expectedIndex.insert(ix.key(i, value: value, id: id))
+                        expectedIndex[ix.key(i, value: value, id: id)] = (ix.entryValue(i, id: id), id)
                     }
                 }
             } catch {
@@ -242,25 +242,28 @@ struct GraphVerifier {
             try it.seekToFirst()
             while it.isValid {
                 report.indexEntries += 1
-                let key = Array(it.key)
-                if expectedIndex.remove(key) == nil {
-                    let (entityId, propertyId, id) = Self.parseIndexKey(key)
+                let key = Array(it.key), value = Array(it.value)
+                if expectedIndex.removeValue(forKey: key)?.value != value {
+                    let (entityId, propertyId, id) = Self.parseIndexEntry(key, value)
                     problem(name(entityId), id, "index entry of \(property(entityId, propertyId)?.name ?? "property #\(propertyId)") does not match the object")
                 }
                 try it.next()
             }
         }
-        for key in expectedIndex.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
-            let (entityId, propertyId, id) = Self.parseIndexKey(key)
-            problem(name(entityId), id, "index entry of \(property(entityId, propertyId)?.name ?? "?") is missing")
+        for (key, expected) in expectedIndex.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+            let (entityId, propertyId, _) = Self.parseIndexEntry(key, [])
+            problem(name(entityId), expected.id, "index entry of \(property(entityId, propertyId)?.name ?? "?") is missing")
         }
     }
 
-    static func parseIndexKey(_ key: [UInt8]) -> (UInt32, UInt32, Id) {
-        guard key.count >= IndexKey.headerBytes + IndexKey.idBytes else { return (0, 0, 0) }
+    /// Entity, property and object id of an index entry, as far as it holds them (0 for what it
+    /// does not): the id is the value of an entry keyed by value, else the end of the key.
+    static func parseIndexEntry(_ key: [UInt8], _ value: [UInt8]) -> (UInt32, UInt32, Id) {
+        guard key.count >= IndexKey.headerBytes else { return (0, 0, 0) }
         let entityId = key[0..<4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         let propertyId = key[4..<8].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-        let id = key.withUnsafeBytes { IndexKey.id(fromKey: $0) }
+        let source = value.isEmpty ? key : value
+        let id = source.count >= IndexKey.idBytes ? source.withUnsafeBytes { IndexKey.id(fromKey: $0) } : 0
         return (entityId, propertyId, id)
     }
 }

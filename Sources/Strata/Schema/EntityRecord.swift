@@ -17,6 +17,11 @@ struct EntityRecord: Equatable, Sendable {
         /// stored without the field reads as, so that the index agrees with queries and can be
         /// maintained without the Swift type at hand.
         var indexDefault: [UInt8] = []
+        /// For a unique index: one entry per value, holding the object's id (SPEC.md §13), so
+        /// that a lookup or a uniqueness check is one point read. False for unique indexes
+        /// built before record version 5 (one entry per object, like `@Index`): the store
+        /// rebuilds those at the first writable binding, and reads them as they are until then.
+        var uniqueKeyedByValue = false
 
         var typeDescription: String {
             if let target { return "\(type)<\(target)>" }
@@ -40,7 +45,8 @@ struct EntityRecord: Equatable, Sendable {
         static let removed: UInt8 = 2
         static let indexed: UInt8 = 4
         static let unique: UInt8 = 8
-        static let all: UInt8 = optional | removed | indexed | unique
+        static let keyedByValue: UInt8 = 16
+        static let all: UInt8 = optional | removed | indexed | unique | keyedByValue
     }
 
     func encoded() -> [UInt8] {
@@ -62,6 +68,7 @@ struct EntityRecord: Equatable, Sendable {
             string(p.name)
             out.append(p.type.rawValue)
             let indexFlags = p.index == .none ? 0 : Flag.indexed | (p.index == .unique ? Flag.unique : 0)
+                | (p.index == .unique && p.uniqueKeyedByValue ? Flag.keyedByValue : 0)
             out.append((p.isOptional ? Flag.optional : 0) | (p.isRemoved ? Flag.removed : 0) | indexFlags)
             if p.type.isRelation { string(p.target ?? "") }
             if p.index != .none {
@@ -124,7 +131,11 @@ struct EntityRecord: Equatable, Sendable {
                 property.index = flags & Flag.unique != 0 ? .unique : .index
                 property.indexDefault = Array(bytes[pos..<(pos + Int(n))])
                 pos += Int(n)
-            } else if flags & Flag.unique != 0 {
+                if flags & Flag.keyedByValue != 0 {
+                    guard version >= 5, property.index == .unique else { return nil }
+                    property.uniqueKeyedByValue = true
+                }
+            } else if flags & (Flag.unique | Flag.keyedByValue) != 0 {
                 return nil
             }
             properties.append(property)

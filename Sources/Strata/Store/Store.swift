@@ -157,7 +157,9 @@ public final class Store: @unchecked Sendable {
             batch.put(formatKey, withUnsafeBytes(of: ObjectFormat.version.littleEndian) { Array($0) }, in: meta)
             try engine.write(batch, durability: durability)
         } else if found < ObjectFormat.version && !readOnly {
-            // Version 2 → 3 adds the indexes key space, opened above; nothing else changes.
+            // Version 2 → 3 adds the indexes key space, opened above; nothing else changes. Version
+            // 3 → 4 keys unique indexes by value: each entity's are rebuilt when a writable
+            // session first binds its type (IndexBuilder), and read as they are until then.
             var batch = WriteBatch()
             batch.put(formatKey, withUnsafeBytes(of: ObjectFormat.version.littleEndian) { Array($0) }, in: meta)
             try engine.write(batch, durability: durability)
@@ -303,19 +305,29 @@ public final class Store: @unchecked Sendable {
 
     /// The object ids of the index entries with keys in `lower..<upper`. With `valuePrefix`,
     /// `lower` is one whole indexed value (header and encoded value) and `upper` its successor:
-    /// segments whose filter rules that value out are skipped.
-    func indexedIds(from lower: [UInt8], to upper: [UInt8]?, valuePrefix: Bool, snapshot: Snapshot?) throws(StrataError) -> [Id] {
+    /// segments whose filter rules that value out are skipped, and for an index `keyedByValue`
+    /// the lookup is one point read of the key `lower`.
+    func indexedIds(from lower: [UInt8], to upper: [UInt8]?, valuePrefix: Bool, keyedByValue: Bool,
+                    snapshot: Snapshot?) throws(StrataError) -> [Id] {
         guard let indexSpace else { return [] }
         if let upper, !lower.lexicographicallyPrecedes(upper) { return [] }
         var ids: [Id] = []
         do {
-            let it = valuePrefix
-                ? try engine.makeIterator(in: indexSpace, prefix: lower, suffixBytes: IndexKey.idBytes, snapshot: snapshot)
-                : try engine.makeIterator(in: indexSpace, lowerBound: lower, upperBound: upper, snapshot: snapshot)
-            try it.seekToFirst()
-            while it.isValid {
-                ids.append(IndexKey.id(fromKey: it.key))
-                try it.next()
+            if valuePrefix && keyedByValue {
+                _ = try lower.withUnsafeBytes { k in
+                    try engine.visitValue(forKey: k, in: indexSpace, snapshot: snapshot) { v in
+                        ids.append(try IndexKey.id(key: k, value: v, keyedByValue: true))
+                    }
+                }
+            } else {
+                let it = valuePrefix
+                    ? try engine.makeIterator(in: indexSpace, prefix: lower, suffixBytes: IndexKey.idBytes, snapshot: snapshot)
+                    : try engine.makeIterator(in: indexSpace, lowerBound: lower, upperBound: upper, snapshot: snapshot)
+                try it.seekToFirst()
+                while it.isValid {
+                    ids.append(try IndexKey.id(key: it.key, value: it.value, keyedByValue: keyedByValue))
+                    try it.next()
+                }
             }
         } catch {
             throw StrataError(error)

@@ -42,10 +42,9 @@ public struct StoreOptions: Sendable {
 /// How far an index build or drop has come (``StoreOptions/indexProgress``).
 public struct IndexProgress: Sendable, Equatable {
     public enum Phase: Sendable, Equatable {
-        /// Reading every object of the entity and writing its index entries.
+        /// Reading every object of the entity and writing its index entries; for `@Unique`,
+        /// checking on the way that no value is held twice.
         case building
-        /// Checking that a `@Unique` property holds no value twice.
-        case checkingUnique
         /// Deleting the entries of an index no longer declared.
         case dropping
     }
@@ -53,7 +52,7 @@ public struct IndexProgress: Sendable, Equatable {
     public var entity: String
     public var property: String
     public var phase: Phase
-    /// Objects (building) or entries (checking, dropping) handled so far.
+    /// Objects (building) or entries (dropping) handled so far.
     public var done: Int
     /// Objects to read when building (the entity's count); 0 when not known in advance.
     public var total: Int

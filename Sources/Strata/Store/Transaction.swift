@@ -48,9 +48,6 @@ final class Transaction {
     /// value prefix → object ids. Candidates only (an object may have changed again, a digest
     /// may collide): checks re-read the object.
     @exclusivity(unchecked) var pendingUnique: [Int: [Id]] = [:]
-    /// Per `@Unique` property (entity id and position), an iterator over its committed index
-    /// entries, opened at the transaction's first check and kept until it ends.
-    @exclusivity(unchecked) var uniqueProbes: [UInt64: EngineIterator] = [:]
     /// Class objects whose id this transaction assigned: reset to 0 if it rolls back.
     /// Class instances only: resetting a copy of a struct would change nothing.
     private var assignedObjects: [any Entity] = []
@@ -155,7 +152,6 @@ final class Transaction {
                 MetaKey.lastId.key(entity: entityId).withUnsafeBytes { batch.put($0, v, in: store.meta) }
             }
         }
-        uniqueProbes.removeAll()   // they pin the state they read
         try store.engine.write(batch, durability: durability)
         store.counters.objectsWritten.add(UInt64(pending.lazy.filter { $0.value != nil }.count), ordering: .relaxed)
         store.counters.edgesWritten.add(UInt64(pendingEdges.count), ordering: .relaxed)
@@ -172,7 +168,6 @@ final class Transaction {
         pendingIndex.removeAll()
         pendingEdges.removeAll()
         pendingUnique.removeAll()
-        uniqueProbes.removeAll()
         countDeltas.removeAll()
     }
 }
