@@ -75,6 +75,13 @@ enum IndexKey {
     }
 
     private static func appendEscaped(_ raw: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        // Room for the terminator too; text rarely holds a zero byte, and without one the bytes
+        // go in whole instead of one append (and capacity check) each.
+        out.reserveCapacity(out.count + raw.count + 3)
+        guard raw.contains(0) else {
+            out.append(contentsOf: raw)
+            return
+        }
         for b in raw {
             out.append(b)
             if b == 0 { out.append(escape) }
