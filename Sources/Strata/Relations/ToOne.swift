@@ -15,16 +15,20 @@
 /// Setting a relation never stores anything by itself: put the source object. Removing a
 /// relation never removes either object.
 public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
+    // Visible to inlinable code, so that a lazy load is specialised in the caller: unspecialised
+    // generic code asks the runtime for `Optional<Target>`'s metadata on every use of `cached`.
+    // Unchecked exclusivity: every access from another module would otherwise be checked at
+    // run time, and no access to these holds them across a call.
     /// The target's id when known without the object (read from the store, or set by id).
-    private var storedTargetId: Id = 0
-    /// The target, once loaded or assigned.
-    private var cached: Target? { didSet { mayHoldTarget = true } }
+    @usableFromInline @exclusivity(unchecked) var storedTargetId: Id = 0
+    /// The target, once loaded or assigned. Every assignment sets `mayHoldTarget`.
+    @usableFromInline @exclusivity(unchecked) var cached: Target?
     /// False while `cached` is certainly nil: decoding then skips clearing it, since assigning
     /// a generic optional costs a runtime metadata lookup on every object read.
-    private var mayHoldTarget = false
-    private var isResolved = true
+    @usableFromInline @exclusivity(unchecked) var mayHoldTarget = false
+    @usableFromInline @exclusivity(unchecked) var isResolved = true
     /// Where lazy loads read from: set when the source object is read or put.
-    private(set) var store: Store?
+    @usableFromInline @exclusivity(unchecked) private(set) var store: Store?
 
     /// An empty relation.
     public init(nilLiteral: ()) {}
@@ -32,7 +36,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     /// A relation to `target` (which may be new: putting the source puts it too).
     public init(target: Target?) {
         cached = target
-        mayHoldTarget = true     // observers do not run in an initializer
+        mayHoldTarget = true
         storedTargetId = target?.id ?? 0
     }
 
@@ -67,7 +71,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
         }
         set {
             storedTargetId = newValue ?? 0
-            cached = nil
+            if mayHoldTarget { dropCachedTarget() }
             isResolved = storedTargetId == 0
         }
     }
@@ -76,24 +80,31 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     /// transaction, if any), then cached. Nil when there is none, or when it cannot be read;
     /// ``resolveTarget()`` throws the reason instead.
     public var target: Target? {
-        get { try? resolveTarget() }
+        @inlinable get { try? resolveTarget() }
         set {
             cached = newValue
+            mayHoldTarget = true
             storedTargetId = newValue?.id ?? 0
             isResolved = true
         }
     }
 
     /// The target, read from the store if not loaded yet; throws what the read throws.
-    @discardableResult
+    @inlinable @discardableResult
     public func resolveTarget() throws(StrataError) -> Target? {
         if isResolved { return cached }
-        guard let store else { throw .invalidRelation(reason: "ToOne<\(Target.self)> is not attached to a store: put or read its source object first") }
+        guard let store else { throw notAttached() }
         let loaded = try store.box(for: Target.self).get(storedTargetId)
         cached = loaded
+        mayHoldTarget = true
         isResolved = true
         if loaded == nil { storedTargetId = 0 }
         return loaded
+    }
+
+    @usableFromInline
+    func notAttached() -> StrataError {
+        .invalidRelation(reason: "ToOne<\(Target.self)> is not attached to a store: put or read its source object first")
     }
 
     /// Whether the target is loaded (or assigned), so that ``target`` does no store read.
@@ -103,7 +114,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     public func reset() {
         if isResolved, let id = cached?.id, id != 0 { storedTargetId = id }
         if storedTargetId != 0 {
-            cached = nil
+            if mayHoldTarget { dropCachedTarget() }
             isResolved = false
         }
     }
@@ -113,7 +124,10 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     /// The assigned target, if it was assigned as an object (possibly new).
     var assignedTarget: Target? {
         get { isResolved ? cached : nil }
-        set { cached = newValue }
+        set {
+            cached = newValue
+            mayHoldTarget = true
+        }
     }
 
     /// The id to store for this relation.
@@ -126,6 +140,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     /// Called by a prefetch: the target is known without a read.
     func prefetched(_ target: Target?, store: Store) {
         cached = target
+        mayHoldTarget = true
         storedTargetId = target?.id ?? 0
         isResolved = true
         self.store = store
