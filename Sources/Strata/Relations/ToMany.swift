@@ -18,8 +18,11 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     private(set) var role = ToManyRole.unattached
     private(set) var store: Store?
     private(set) var ownerId: Id = 0
-    private var items: [Element] = []
-    private var isLoaded = true
+    // Visible to the inlinable collection accessors, so that iterating is specialised in the
+    // caller: unspecialised, each element access copied `items` through runtime metadata
+    // lookups. Unchecked exclusivity: accesses from other modules would be checked at run time.
+    @usableFromInline @exclusivity(unchecked) var items: [Element] = []
+    @usableFromInline @exclusivity(unchecked) var isLoaded = true
     /// Ids as last read from or written to the store: what `applyToDb` compares against.
     private var baseline: [Id] = []
     private(set) var hasChanges = false
@@ -35,10 +38,12 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
 
     public typealias Index = Int
     public var startIndex: Int { 0 }
-    public var endIndex: Int { loaded.count }
-    public subscript(position: Int) -> Element { loaded[position] }
+    @inlinable public var endIndex: Int { loaded.count }
+    @inlinable public subscript(position: Int) -> Element { loaded[position] }
+    /// Iterates the loaded elements themselves, not through this collection's indices.
+    @inlinable public func makeIterator() -> IndexingIterator<[Element]> { loaded.makeIterator() }
 
-    private var loaded: [Element] {
+    @inlinable var loaded: [Element] {
         if !isLoaded { try? load() }
         return items
     }
@@ -84,7 +89,9 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
             return
         }
         items = try store.box(for: Element.self).get(ids)
-        baseline = items.map { $0.id }
+        // Every id found (the usual case): the ids are the baseline, in order, without reading
+        // each element's id back through its conformance.
+        baseline = items.count == ids.count ? ids : items.map { $0.id }
         isLoaded = true
         hasChanges = false
     }

@@ -278,13 +278,16 @@ public struct Box<T: Entity>: Sendable {
         let b = try binding()
         if ids.contains(0) { throw .invalidId(entity: b.name) }
         return try store.read(consistent: true) { t in
-            var out: [T] = []
-            out.reserveCapacity(ids.count)
-            try forEachStored(ids, binding: b, in: t) { id, v in
-                out.append(try b.decode(T.self, id: id, from: v, store: store))
-                return true
+            // Filled in place, not appended to: in unspecialised generic code each append asks
+            // the runtime for `Array<T>`'s metadata, while a typed pointer needs only `T`'s.
+            try [T](unsafeUninitializedCapacity: ids.count) { buffer, count in
+                let base = buffer.baseAddress
+                try forEachStored(ids, binding: b, in: t) { id, v in
+                    (base! + count).initialize(to: try b.decode(T.self, id: id, from: v, store: store))
+                    count += 1
+                    return true
+                }
             }
-            return out
         }
     }
 
