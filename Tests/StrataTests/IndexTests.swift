@@ -517,6 +517,38 @@ final class Account {
         #expect(entries.map(\.value) == accounts.map { a in (0..<8).reversed().map { UInt8(truncatingIfNeeded: a.id >> (8 * UInt64($0))) } })
     }
 
+    /// Every condition an index can answer, on a unique index (entries keyed by value, the id
+    /// in the entry's value), agrees with a filter over the same objects.
+    @Test func conditionsOnAUniqueIndexKeyedByValueMatchAFilter() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let box = store.box(for: Account.self)
+        var rng = SystemRandomNumberGenerator()
+        let words = Set((0..<300).map { _ in String((0..<Int.random(in: 0...4, using: &rng)).map { _ in "ab\u{0}c".randomElement(using: &rng)! }) })
+        let accounts = words.map { Account(email: $0, age: 0) }
+        try box.put(accounts)
+        try box.remove(accounts.prefix(20).map(\.id))
+        let live = Array(accounts.dropFirst(20))
+        let probes = Array(words.prefix(12)) + ["", "b", "c\u{0}", "zz"]
+        for p in probes {
+            let u = Array(p.utf8)
+            let cases: [(QueryCondition<Account>, (String) -> Bool)] = [
+                (Account.email == p, { $0 == p }),
+                (Account.email < p, { Array($0.utf8).lexicographicallyPrecedes(u) }),
+                (Account.email <= p, { !u.lexicographicallyPrecedes(Array($0.utf8)) }),
+                (Account.email > p, { u.lexicographicallyPrecedes(Array($0.utf8)) }),
+                (Account.email >= p, { !Array($0.utf8).lexicographicallyPrecedes(u) }),
+                (Account.email.startsWith(p), { $0.utf8.starts(with: u) }),
+                (Account.email.isIn([p, "a", "ab"]), { [p, "a", "ab"].contains($0) }),
+            ]
+            for (i, (condition, filter)) in cases.enumerated() {
+                let found = try box.query { condition }.build().findIds()
+                #expect(found == live.filter { filter($0.email) }.map(\.id).sorted(), "probe \(Array(p.utf8)), case \(i)")
+            }
+        }
+        #expect(try store.verifyGraph().problems.isEmpty)
+    }
+
     /// Objects that swap values of a unique property in one transaction, in either order, end
     /// with an entry keyed by each value naming its new holder: the commit deletes before it adds.
     @Test func swappedUniqueValuesKeepOneEntryEachWhateverTheOrder() throws {
