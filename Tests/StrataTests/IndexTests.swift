@@ -416,6 +416,30 @@ final class Account {
         }
     }
 
+    /// A build writes its entries in chunks of 16,384 objects; a value held twice is found
+    /// also when the two objects fall in different chunks, and the refused index leaves no
+    /// entry behind.
+    @Test func aUniqueBuildFindsADuplicateInAnEarlierChunk() throws {
+        let dir = TemporaryDirectory()
+        let count = 20_000
+        do {
+            let store = try Store(directoryPath: dir.path, options: .testing())
+            // Object 20,000 repeats the word of object 3; every other word is its own.
+            try store.box(for: EvolvingPlain.self).put((1...count).map { EvolvingPlain(n: 0, word: "w\($0 == count ? 3 : $0)") })
+            store.close()
+        }
+        do {
+            let store = try Store(directoryPath: dir.path, options: .testing())
+            #expect(throws: StrataError.uniqueViolation(entity: "Evolving", property: "word", value: "\"w3\"", existing: 3)) {
+                try store.box(for: EvolvingUnique.self).count()
+            }
+            store.close()
+        }
+        let engine = try Engine.open(directory: dir.path)
+        defer { engine.close() }
+        #expect(try engine.scan(try engine.keySpace(named: "indexes")).isEmpty)
+    }
+
     @Test func indexEntriesAndRecordsAreStoredAsTheSpecSays() throws {
         let dir = TemporaryDirectory()
         do {

@@ -132,9 +132,10 @@ enum IndexBuilder {
         // Leftovers of a build a crash interrupted.
         for p in properties { try drop(record, p, store: store) }
         let positions = properties.compactMap { all.position(ofProperty: $0.id) }
-        /// Per unique position being built: each value seen, and the first object holding it.
-        var holders = [Int: [[UInt8]: Id]]()
-        for i in positions where all.properties[i].isUnique { holders[i] = [:] }
+        /// The entries of unique indexes in the chunk not written yet, with the object holding
+        /// each: those of earlier chunks are read back from the engine instead, so that memory
+        /// stays bounded by the chunk.
+        var unwritten: [[UInt8]: Id] = [:]
         let total = Int(try store.storedCount(entityId: record.entityId, in: nil))
         var done = 0
         do {
@@ -149,18 +150,26 @@ enum IndexBuilder {
                 }
                 for i in positions {
                     try all.checkSize(i, value: values[i])
-                    if holders[i] != nil {
-                        if let first = holders[i]![values[i]] {
+                    let key = all.key(i, value: values[i], id: id)
+                    if all.properties[i].keyedByValue {
+                        // This build deleted the index's old entries first: an entry found is
+                        // one it wrote, for an object holding the same value.
+                        let written = try store.indexedIds(from: key, to: IndexKey.successor(key), valuePrefix: true,
+                                                           keyedByValue: true, snapshot: nil)
+                        if let first = unwritten[key] ?? written.first {
                             throw StrataError.uniqueViolation(entity: record.name, property: all.properties[i].name,
                                                               value: IndexValueText.describe(values[i], type: all.properties[i].type),
                                                               existing: first)
                         }
-                        holders[i]![values[i]] = id
+                        unwritten[key] = id
                     }
-                    writer.batch.put(all.key(i, value: values[i], id: id), all.entryValue(i, id: id), in: space)
+                    writer.batch.put(key, all.entryValue(i, id: id), in: space)
                 }
                 done += 1
-                try writer.objectDone { for p in properties { report(store, record, p, .building, done: done, total: total) } }
+                try writer.objectDone {
+                    unwritten.removeAll(keepingCapacity: true)
+                    for p in properties { report(store, record, p, .building, done: done, total: total) }
+                }
                 try it.next()
             }
             try writer.finish()
