@@ -3,7 +3,8 @@ import StrataStorage
 /// Makes the store's indexes match what a type declares, when the store first binds the type:
 /// builds the indexes of properties that gained `@Index`/`@Unique` or changed between them, and
 /// those of an older layout (one pass over the entity's objects, which also checks uniqueness),
-/// and drops the entries of indexes no longer declared. Runs with the store's write lock held, so no write interleaves.
+/// and drops the entries of indexes no longer declared. Runs with the store's write lock held,
+/// so no write interleaves.
 ///
 /// Entries are written in chunks before the entity record that lists the index: a crash in
 /// between leaves the index unlisted, and the next build first clears what it finds.
