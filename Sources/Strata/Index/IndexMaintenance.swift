@@ -80,9 +80,8 @@ extension Transaction {
     /// the older layout before a box of its type can put anything; the layout is read as it is
     /// all the same.
     private func committedIds(holding value: [UInt8], position: Int, indexes ix: EntityIndexes) throws(StrataError) -> [Id] {
-        let lower = ix.properties[position].header + value
-        return try store.indexedIds(from: lower, to: IndexKey.successor(lower), valuePrefix: true,
-                                    keyedByValue: ix.properties[position].keyedByValue, snapshot: nil)
+        try store.indexedIds(ofValue: ix.properties[position].header + value,
+                             keyedByValue: ix.properties[position].keyedByValue, snapshot: nil)
     }
 
     /// Remembers the unique values object `id` now holds (`values`, from

@@ -22,17 +22,16 @@ struct IndexPlan {
     /// unindexed branch).
     static func make(_ node: ConditionNode, binding b: EntityBinding) -> IndexPlan? {
         guard let ix = b.indexes else { return nil }
-        /// The property's key header, and whether its index is keyed by value.
-        func index(_ field: Int) -> (header: [UInt8], byValue: Bool)? {
+        func index(_ field: Int) -> EntityIndexes.Indexed? {
             guard field < b.propertyIds.count, let i = ix.position(ofProperty: b.propertyIds[field]) else { return nil }
-            return (ix.properties[i].header, ix.properties[i].keyedByValue)
+            return ix.properties[i]
         }
-        func point(_ x: (header: [UInt8], byValue: Bool), _ v: QueryValue) -> Range {
+        func point(_ x: EntityIndexes.Indexed, _ v: QueryValue) -> Range {
             let p = x.header + IndexKey.encode(v)
-            return Range(lower: p, upper: IndexKey.successor(p), value: true, keyedByValue: x.byValue)
+            return Range(lower: p, upper: IndexKey.successor(p), value: true, keyedByValue: x.keyedByValue)
         }
-        func range(_ x: (header: [UInt8], byValue: Bool), _ lower: [UInt8], _ upper: [UInt8]?) -> Range {
-            Range(lower: lower, upper: upper, value: false, keyedByValue: x.byValue)
+        func range(_ x: EntityIndexes.Indexed, _ lower: [UInt8], _ upper: [UInt8]?) -> Range {
+            Range(lower: lower, upper: upper, value: false, keyedByValue: x.keyedByValue)
         }
         switch node {
         case let .compare(f, op, v):
@@ -96,8 +95,9 @@ struct IndexPlan {
     func candidates(store: Store, binding b: EntityBinding, in t: Transaction?) throws(StrataError) -> [Id] {
         var ids: [Id] = []
         for r in ranges {
-            ids += try store.indexedIds(from: r.lower, to: r.upper, valuePrefix: r.value, keyedByValue: r.keyedByValue,
-                                        snapshot: t?.snapshot)
+            ids += r.value
+                ? try store.indexedIds(ofValue: r.lower, keyedByValue: r.keyedByValue, snapshot: t?.snapshot)
+                : try store.indexedIds(from: r.lower, to: r.upper, keyedByValue: r.keyedByValue, snapshot: t?.snapshot)
         }
         if let t, t.isWrite {
             for p in t.pendingObjects(entityId: b.entityId) where p.value != nil { ids.append(p.id) }

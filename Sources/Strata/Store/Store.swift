@@ -303,31 +303,46 @@ public final class Store: @unchecked Sendable {
         catalog.withLock { $0.indexes[entityId] }
     }
 
-    /// The object ids of the index entries with keys in `lower..<upper`. With `valuePrefix`,
-    /// `lower` is one whole indexed value (header and encoded value) and `upper` its successor:
-    /// segments whose filter rules that value out are skipped, and for an index `keyedByValue`
-    /// the lookup is one point read of the key `lower`.
-    func indexedIds(from lower: [UInt8], to upper: [UInt8]?, valuePrefix: Bool, keyedByValue: Bool,
-                    snapshot: Snapshot?) throws(StrataError) -> [Id] {
+    /// The object ids of the index entries of one value: `entry` is the header and the encoded
+    /// value. In an index `keyedByValue`, one point read of that key; otherwise a scan of the
+    /// keys it begins, skipping the segments whose filter rules the value out.
+    func indexedIds(ofValue entry: [UInt8], keyedByValue: Bool, snapshot: Snapshot?) throws(StrataError) -> [Id] {
         guard let indexSpace else { return [] }
-        if let upper, !lower.lexicographicallyPrecedes(upper) { return [] }
+        guard keyedByValue else {
+            return try indexedIds(in: { try engine.makeIterator(in: indexSpace, prefix: entry, suffixBytes: IndexKey.idBytes, snapshot: snapshot) },
+                                  keyedByValue: false)
+        }
         var ids: [Id] = []
         do {
-            if valuePrefix && keyedByValue {
-                _ = try lower.withUnsafeBytes { k in
-                    try engine.visitValue(forKey: k, in: indexSpace, snapshot: snapshot) { v in
-                        ids.append(try IndexKey.id(key: k, value: v, keyedByValue: true))
-                    }
+            _ = try entry.withUnsafeBytes { k in
+                try engine.visitValue(forKey: k, in: indexSpace, snapshot: snapshot) { v in
+                    ids.append(try IndexKey.id(key: k, value: v, keyedByValue: true))
                 }
-            } else {
-                let it = valuePrefix
-                    ? try engine.makeIterator(in: indexSpace, prefix: lower, suffixBytes: IndexKey.idBytes, snapshot: snapshot)
-                    : try engine.makeIterator(in: indexSpace, lowerBound: lower, upperBound: upper, snapshot: snapshot)
-                try it.seekToFirst()
-                while it.isValid {
-                    ids.append(try IndexKey.id(key: it.key, value: it.value, keyedByValue: keyedByValue))
-                    try it.next()
-                }
+            }
+        } catch {
+            throw StrataError(error)
+        }
+        counters.indexEntriesRead.add(UInt64(ids.count), ordering: .relaxed)
+        return ids
+    }
+
+    /// The object ids of the index entries with keys in `lower..<upper`.
+    func indexedIds(from lower: [UInt8], to upper: [UInt8]?, keyedByValue: Bool, snapshot: Snapshot?) throws(StrataError) -> [Id] {
+        guard let indexSpace else { return [] }
+        if let upper, !lower.lexicographicallyPrecedes(upper) { return [] }
+        return try indexedIds(in: { try engine.makeIterator(in: indexSpace, lowerBound: lower, upperBound: upper, snapshot: snapshot) },
+                              keyedByValue: keyedByValue)
+    }
+
+    /// The object ids of the index entries the iterator that `open` makes yields, in key order.
+    private func indexedIds(in open: () throws -> EngineIterator, keyedByValue: Bool) throws(StrataError) -> [Id] {
+        var ids: [Id] = []
+        do {
+            let it = try open()
+            try it.seekToFirst()
+            while it.isValid {
+                ids.append(try IndexKey.id(key: it.key, value: it.value, keyedByValue: keyedByValue))
+                try it.next()
             }
         } catch {
             throw StrataError(error)
