@@ -155,7 +155,7 @@ enum IndexBuilder {
                     if all.properties[i].keyedByValue {
                         // This build deleted the index's old entries first: an entry found is
                         // one it wrote, for an object holding the same value.
-                        let written = try store.indexedIds(ofValue: key, keyedByValue: true, snapshot: nil)
+                        let written = try store.indexedIds(ofValue: key, keyedByValue: true, in: nil)
                         if let first = unwritten[key] ?? written.first {
                             throw StrataError.uniqueViolation(entity: record.name, property: all.properties[i].name,
                                                               value: IndexValueText.describe(values[i], type: all.properties[i].type),

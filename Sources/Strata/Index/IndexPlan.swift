@@ -89,18 +89,14 @@ struct IndexPlan {
         ranges.allSatisfy { r in r.upper.map { IndexKey.successor(r.lower) == $0 } ?? false }
     }
 
-    /// The ids of the objects the plan's entries name, as `t` sees the store, increasing and
-    /// distinct: committed entries at its snapshot, plus every object a write transaction wrote
-    /// (their entries are only written at commit; evaluating the condition on them decides).
+    /// The ids of the objects the plan's entries name, as `t` sees the store (a write
+    /// transaction's own entries included), increasing and distinct.
     func candidates(store: Store, binding b: EntityBinding, in t: Transaction?) throws(StrataError) -> [Id] {
         var ids: [Id] = []
         for r in ranges {
             ids += r.value
-                ? try store.indexedIds(ofValue: r.lower, keyedByValue: r.keyedByValue, snapshot: t?.snapshot)
-                : try store.indexedIds(from: r.lower, to: r.upper, keyedByValue: r.keyedByValue, snapshot: t?.snapshot)
-        }
-        if let t, t.isWrite {
-            for p in t.pendingObjects(entityId: b.entityId) where p.value != nil { ids.append(p.id) }
+                ? try store.indexedIds(ofValue: r.lower, keyedByValue: r.keyedByValue, in: t)
+                : try store.indexedIds(from: r.lower, to: r.upper, keyedByValue: r.keyedByValue, in: t)
         }
         // One value's entries come by increasing id already (the id ends the key): an equality
         // lookup skips the sort.

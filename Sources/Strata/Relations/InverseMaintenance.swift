@@ -8,6 +8,7 @@ import StrataStorage
 enum InverseMaintenance {
     static func removeObject(entityName: String, id: Id, in t: Transaction) throws(StrataError) {
         let store = t.store
+        guard let overlay = t.overlay else { throw .readOnly }
         guard let record = store.record(named: entityName) else { return }
         let key = ObjectKey(entityId: record.entityId, id: id)
         guard let bytes = try store.objectBytes(key, in: t) else { return }
@@ -46,7 +47,8 @@ enum InverseMaintenance {
                     let sourceKey = ObjectKey(entityId: sourceEntity, id: source)
                     if let sourceBytes = try store.objectBytes(sourceKey, in: t) {
                         let cleared = try decoding(entityName, source) { try ObjectBytes.clearingField(property.id, in: sourceBytes) }
-                        cleared.withUnsafeBytes { t.put(sourceKey, value: $0) }
+                        // A to-one is never indexed: the source's index entries stay as they are.
+                        cleared.withUnsafeBytes { overlay.writeObject(sourceKey, value: $0, committedPresent: true) }
                     }
                     t.removeEdge(EdgeKey(kind: .toOneBacklink, entityId: sourceEntity, propertyId: property.id, a: id, b: source))
                 }
@@ -61,32 +63,35 @@ enum InverseMaintenance {
                 }
             }
         }
-        t.remove(key)
-        t.adjustCount(entityId: record.entityId, by: -1)
+        try deleteObject(key, oldBytes: bytes, entityName: entityName, in: t)
         for (entity, ownedId) in owned { try removeObject(entityName: entity, id: ownedId, in: t) }
+    }
+
+    /// Removes an object of an entity that no relation involves: the object and its index entries.
+    static func removeUnrelated(_ key: ObjectKey, entityName: String, indexes: EntityIndexes?, in t: Transaction) throws(StrataError) {
+        guard let indexes else {
+            t.overlay?.writeObject(key, value: nil, committedPresent: true)
+            return
+        }
+        guard let bytes = try t.store.objectBytes(key, in: t) else { return }
+        try deleteObject(key, oldBytes: bytes, entityName: entityName, indexes: indexes, in: t)
+    }
+
+    /// Writes the removal of the object at `key`, whose stored bytes are `oldBytes`, and of its
+    /// index entries.
+    private static func deleteObject(_ key: ObjectKey, oldBytes: [UInt8], entityName: String, indexes: EntityIndexes? = nil,
+                                     in t: Transaction) throws(StrataError) {
+        if let ix = indexes ?? t.store.indexes(entityId: key.entityId) {
+            let old = try ix.values(of: oldBytes, id: key.id)
+            try t.updateIndexEntries(ix, id: key.id, old: old, new: nil)
+        }
+        // The caller has just read the object, so it exists as the transaction sees it.
+        t.overlay?.writeObject(key, value: nil, committedPresent: true)
     }
 
     private static func decoding<R>(_ entity: String, _ id: Id, _ body: () throws -> R) throws(StrataError) -> R {
         do { return try body() } catch let failure as CodecFailure {
             throw .corruptObject(entity: entity, id: id, reason: failure.reason)
-        } catch {
-            throw StrataError(error)
-        }
-    }
-}
-
-extension Store {
-    /// A copy of an object's stored bytes as transaction `t` sees them.
-    func objectBytes(_ key: ObjectKey, in t: Transaction?) throws(StrataError) -> [UInt8]? {
-        if let t, t.isWrite {
-            switch t.lookup(key) {
-            case .removed: return nil
-            case let .value(r): return Array(t.arena[r])
-            case .absent: break
-            }
-        }
-        do {
-            return try key.withBytes { k in try engine.withValue(forKey: k, in: objects, snapshot: t?.snapshot) { Array($0) } }
         } catch {
             throw StrataError(error)
         }

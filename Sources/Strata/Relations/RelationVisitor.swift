@@ -27,11 +27,18 @@ public struct RelationVisitor {
             let box = store.box(for: T.self)
             if var target = relation.assignedTarget, target.id == 0 {
                 try box.put(&target, in: t)
-                relation.assignedTarget = target
+                // A class target got its id in place; a struct target's copy carries it.
+                if !(T.self is AnyObject.Type) { relation.replaceAssignedTarget(target, in: t) }
             } else if let targetId = relation.targetId {
-                // A relation must point at a stored object (one removed since it was assigned,
-                // or an id that never existed, would dangle).
-                guard try box.contains(targetId) else { throw StrataError.objectNotFound(entity: T._strataEntityName, id: targetId) }
+                guard try box.isStoredOrBeingPut(targetId, in: t) else {
+                    // A relation must point at a stored object. One the user assigned (removed
+                    // since, or an id that never existed) is refused; one read from the store
+                    // whose target was removed since (a stale copy) is stored as the store holds
+                    // it now: empty. Either way no reference dangles.
+                    if relation.isAssigned { throw StrataError.objectNotFound(entity: T._strataEntityName, id: targetId) }
+                    relation.clearRemovedTarget(in: t)
+                    return
+                }
                 if box.isEmbedded {
                     if var target = relation.assignedTarget { try box.put(&target, in: t) }   // an edited embedded object
                     try Self.checkOwnership(of: T._strataEntityName, id: targetId, owner: (binding.entityId, ownerId), store: store, in: t)
@@ -43,6 +50,7 @@ public struct RelationVisitor {
             let propertyId = binding.propertyIds[field]
             let old = oldTargets[propertyId] ?? 0
             let new = relation.idToStore
+            relation.settle(in: t)
             guard old != new else { return }
             if old != 0 {
                 t.removeEdge(EdgeKey(kind: .toOneBacklink, entityId: binding.entityId, propertyId: propertyId, a: old, b: ownerId))
@@ -67,6 +75,7 @@ public struct RelationVisitor {
         case .beforeWrite, .assignToOne:
             return
         case .afterWrite, .attach:
+            if case .afterWrite = phase, let t = transaction { relation.logAttachment(in: t) }
             relation.attachStandalone(store: store, entityId: binding.entityId, propertyId: binding.propertyIds[field], ownerId: ownerId)
             if case .afterWrite = phase, let t = transaction { try relation.apply(in: t, store: store) }
         }
@@ -78,6 +87,7 @@ public struct RelationVisitor {
         case .beforeWrite, .assignToOne:
             return
         case .afterWrite, .attach:
+            if case .afterWrite = phase, let t = transaction { relation.logAttachment(in: t) }
             relation.attachBacklink(store: store, owner: binding, index: backlink, ownerId: ownerId)
             if case .afterWrite = phase, let t = transaction { try relation.apply(in: t, store: store) }
         }

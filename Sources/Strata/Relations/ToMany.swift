@@ -25,6 +25,9 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     @usableFromInline @exclusivity(unchecked) var isLoaded = true
     /// Ids as last read from or written to the store: what `applyToDb` compares against.
     private var baseline: [Id] = []
+    /// Whether `baseline` is what the relation was read as (false for a relation never read
+    /// or stored: its elements then replace whatever the store holds).
+    private var baselineKnown = false
     private(set) var hasChanges = false
 
     public required init() {}
@@ -92,6 +95,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
         // Every id found (the usual case): the ids are the baseline, in order, without reading
         // each element's id back through its conformance.
         baseline = items.count == ids.count ? ids : items.map { $0.id }
+        baselineKnown = true
         isLoaded = true
         hasChanges = false
     }
@@ -101,6 +105,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
         guard store != nil else { return }
         items = []
         baseline = []
+        baselineKnown = false
         isLoaded = false
         hasChanges = false
     }
@@ -109,7 +114,11 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     public var isResolved: Bool { isLoaded }
 
     /// Writes the changes made since the relation was read (or last applied) in one
-    /// transaction, putting new objects first. Only the changes are written.
+    /// transaction, putting new objects first. Only the changes are written, against what the
+    /// store holds now: elements added and removed here are added and removed there, an element
+    /// removed from the store meanwhile is not brought back (adding one that is not stored throws
+    /// ``StrataError/objectNotFound(entity:id:)``), and elements others added meanwhile stay (and
+    /// appear here). If the enclosing transaction rolls back, the changes are unsaved again.
     public func applyToDb() throws(StrataError) {
         guard let store, ownerId != 0 else {
             throw .invalidRelation(reason: "ToMany<\(Element.self)> has no stored owner: put the object holding it first")
@@ -148,26 +157,70 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
         if wasUnattached && !hasChanges { isLoaded = false }
     }
 
+    /// Everything a put or an apply may change, to be put back by a rollback.
+    private func savedState() -> () -> Void {
+        let (role, store, ownerId, items, isLoaded) = (self.role, self.store, self.ownerId, self.items, self.isLoaded)
+        let (baseline, baselineKnown, hasChanges) = (self.baseline, self.baselineKnown, self.hasChanges)
+        return { [self] in
+            self.role = role
+            self.store = store
+            self.ownerId = ownerId
+            self.items = items
+            self.isLoaded = isLoaded
+            self.baseline = baseline
+            self.baselineKnown = baselineKnown
+            self.hasChanges = hasChanges
+        }
+    }
+
+    /// Before a put attaches this relation to its owner: a rollback detaches it again (an owner
+    /// whose id is taken back must not keep a relation naming that id). Nothing to log when the
+    /// attachment does not change, or when `apply` will log the whole state.
+    func logAttachment(in t: Transaction) {
+        if hasChanges { return }
+        if case .unattached = role {} else if self.store != nil, ownerId != 0 { return }
+        t.logUndo(.restore(savedState()))
+    }
+
+    /// The ids the relation should hold: `mine` (the elements, new ones put) applied to
+    /// `current` (what the store holds now) as changes against `baseline` (what it was read
+    /// as; nil: never read, so `mine` replaces `current`). Returns the ids in order and those
+    /// the result adds to `current`, which must exist.
+    static func reconcile(mine: [Id], baseline: [Id]?, current: [Id]) -> (result: [Id], extra: [Id]) {
+        guard let baseline else { return (mine, []) }
+        let base = Set(baseline), now = Set(current), kept = Set(mine)
+        // Mine, less what left the store's list meanwhile (removed objects never come back),
+        // then what others added meanwhile.
+        let result = mine.filter { now.contains($0) || !base.contains($0) }
+        let extra = current.filter { !base.contains($0) && !kept.contains($0) }
+        return (result + extra, extra)
+    }
+
     /// Writes pending changes inside `t`.
     func apply(in t: Transaction, store: Store) throws(StrataError) {
         guard hasChanges else { return }
+        t.logUndo(.restore(savedState()))
         let box = store.box(for: Element.self)
-        // The relation's state before these changes, as the store holds it.
-        let before = try storedIds(store: store, in: t) ?? []
+        // The relation as the store holds it now.
+        let current = try storedIds(store: store, in: t) ?? []
+        let known: [Id]? = baselineKnown ? baseline : nil
+        var result: [Id]
+        var extra: [Id]
         switch role {
         case .unattached:
             return
         case let .standalone(entityId, propertyId):
             for i in items.indices where items[i].id == 0 { try box.put(&items[i], in: t) }
-            let ids = items.map { $0.id }
-            if box.isEmbedded {
-                for id in Set(ids).subtracting(before) {
+            (result, extra) = Self.reconcile(mine: items.map { $0.id }, baseline: known, current: current)
+            let now = Set(result), then = Set(current)
+            for id in now.subtracting(then) {
+                guard try box.isStoredOrBeingPut(id, in: t) else { throw .objectNotFound(entity: Element._strataEntityName, id: id) }
+                if box.isEmbedded {
                     try RelationVisitor.checkOwnership(of: Element._strataEntityName, id: id, owner: (entityId, ownerId), store: store, in: t)
                 }
             }
             let listKey = EdgeKey(kind: .toManyList, entityId: entityId, propertyId: propertyId, a: ownerId, b: 0)
-            if ids.isEmpty { t.removeEdge(listKey) } else { t.putEdge(listKey, EdgeList.encode(ids)) }
-            let now = Set(ids), then = Set(before)
+            if result.isEmpty { t.removeEdge(listKey) } else if result != current { t.putEdge(listKey, EdgeList.encode(result)) }
             for target in then.subtracting(now) {
                 t.removeEdge(EdgeKey(kind: .toManyBacklink, entityId: entityId, propertyId: propertyId, a: target, b: ownerId))
                 // An embedded element leaves the store with its parent's reference.
@@ -184,14 +237,21 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
             }
             let field = Element._strataSchema.properties.firstIndex { $0.name == schema.sourceProperty }
             guard let field else { throw .unknownRelation(entity: schema.source, property: schema.sourceProperty) }
-            let removed = Set(before).subtracting(items.map { $0.id })
+            let then = Set(current)
+            // Changes are judged against what the relation was read as (what the store holds,
+            // for one never read); only sources still in the relation are taken out of it.
+            let base = known.map(Set.init) ?? then
+            let removed = base.subtracting(items.map { $0.id }).intersection(then)
+            var added = Set<Id>()
             if kind == .toOneBacklink {
-                // Rewrite the ToOne of every object added or removed, and put it.
-                for i in items.indices where !before.contains(items[i].id) || items[i].id == 0 {
+                // Rewrite the ToOne of every object added or removed, and put it (a stale element
+                // removed from the store meanwhile fails its put: it is not brought back).
+                for i in items.indices where items[i].id == 0 || !base.contains(items[i].id) {
                     try RelationVisitor.assignToOne(of: &items[i], field: field, to: ownerId, store: store)
                     try box.put(&items[i], in: t)
+                    added.insert(items[i].id)
                 }
-                for id in removed {
+                for id in removed.sorted() {
                     guard var source = try box.get(id) else { continue }
                     try RelationVisitor.assignToOne(of: &source, field: field, to: nil, store: store)
                     try box.put(&source, in: t)
@@ -199,22 +259,37 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
             } else {
                 // Edit the sources' own to-many lists.
                 for i in items.indices where items[i].id == 0 { try box.put(&items[i], in: t) }
-                let added = Set(items.map { $0.id }).subtracting(before)
-                for source in added {
+                for item in items where !base.contains(item.id) && !then.contains(item.id) {
+                    guard try box.isStoredOrBeingPut(item.id, in: t) else {
+                        throw .objectNotFound(entity: Element._strataEntityName, id: item.id)
+                    }
+                    added.insert(item.id)
+                }
+                for source in added.sorted() {
                     var list = try store.toManyList(entityId: entityId, propertyId: propertyId, source: source, in: t)
                     if !list.contains(ownerId) { list.append(ownerId) }
                     t.putEdge(EdgeKey(kind: .toManyList, entityId: entityId, propertyId: propertyId, a: source, b: 0), EdgeList.encode(list))
                     t.putEdge(EdgeKey(kind: .toManyBacklink, entityId: entityId, propertyId: propertyId, a: ownerId, b: source))
                 }
-                for source in removed {
+                for source in removed.sorted() {
                     let list = try store.toManyList(entityId: entityId, propertyId: propertyId, source: source, in: t).filter { $0 != ownerId }
                     let listKey = EdgeKey(kind: .toManyList, entityId: entityId, propertyId: propertyId, a: source, b: 0)
                     if list.isEmpty { t.removeEdge(listKey) } else { t.putEdge(listKey, EdgeList.encode(list)) }
                     t.removeEdge(EdgeKey(kind: .toManyBacklink, entityId: entityId, propertyId: propertyId, a: ownerId, b: source))
                 }
             }
+            let kept = then.subtracting(removed).union(added)
+            result = items.map { $0.id }.filter { kept.contains($0) }
+            extra = current.filter { !base.contains($0) && !kept.isDisjoint(with: [$0]) && !result.contains($0) }
+            result += extra
         }
+        // The elements follow the ids: those that left the relation meanwhile go, those others
+        // added come in.
+        let resultSet = Set(result)
+        if items.contains(where: { !resultSet.contains($0.id) }) { items.removeAll { !resultSet.contains($0.id) } }
+        if !extra.isEmpty { items += try box.get(extra) }
         baseline = items.map { $0.id }
+        baselineKnown = true
         hasChanges = false
         isLoaded = true
     }
@@ -229,6 +304,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     func prefetched(_ elements: [Element]) {
         items = elements
         baseline = elements.map { $0.id }
+        baselineKnown = true
         isLoaded = true
         hasChanges = false
     }

@@ -29,6 +29,10 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     @usableFromInline @exclusivity(unchecked) var isResolved = true
     /// Where lazy loads read from: set when the source object is read or put.
     @usableFromInline @exclusivity(unchecked) private(set) var store: Store?
+    /// Whether the relation holds the user's assignment rather than what the store holds (it was
+    /// set, and no committed put has stored it since). A put of a stale copy whose target was
+    /// removed meanwhile clears an unassigned relation, and refuses an assigned one.
+    @exclusivity(unchecked) private(set) var isAssigned = false
 
     /// An empty relation.
     public init(nilLiteral: ()) {}
@@ -38,12 +42,14 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
         cached = target
         mayHoldTarget = true
         storedTargetId = target?.id ?? 0
+        isAssigned = target != nil
     }
 
     /// A relation to the stored object with `targetId`.
     public init(targetId: Id?) {
         storedTargetId = targetId ?? 0
         isResolved = storedTargetId == 0
+        isAssigned = storedTargetId != 0
     }
 
     /// Out of line: the generic optional's metadata lookup then runs only when there is
@@ -60,6 +66,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
         self.store = store
         if mayHoldTarget { dropCachedTarget() }
         isResolved = storedTargetId == 0
+        isAssigned = false
     }
 
     /// The target's id, readable without loading the target; nil when there is none. An
@@ -73,6 +80,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
             storedTargetId = newValue ?? 0
             if mayHoldTarget { dropCachedTarget() }
             isResolved = storedTargetId == 0
+            isAssigned = true
         }
     }
 
@@ -86,6 +94,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
             mayHoldTarget = true
             storedTargetId = newValue?.id ?? 0
             isResolved = true
+            isAssigned = true
         }
     }
 
@@ -145,4 +154,39 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
         isResolved = true
         self.store = store
     }
+
+    /// A put stored the assignment: it is what the store holds now (until a rollback).
+    func settle(in t: Transaction) {
+        guard isAssigned else { return }
+        isAssigned = false
+        t.logUndo(.unsettle(self))
+    }
+
+    /// The target was removed since this relation was read (a stale copy): the relation reads
+    /// as empty, as the store holds it. A rollback brings back what it was.
+    func clearRemovedTarget(in t: Transaction) {
+        let (id, target, mayHold, resolved) = (storedTargetId, cached, mayHoldTarget, isResolved)
+        t.logUndo(.restore { [self] in
+            storedTargetId = id
+            cached = target
+            mayHoldTarget = mayHold
+            isResolved = resolved
+        })
+        storedTargetId = 0
+        if mayHoldTarget { dropCachedTarget() }
+        isResolved = true
+    }
+
+    /// Replaces the assigned target by `target` (a new one's copy with its id, for a struct),
+    /// with the old one brought back by a rollback.
+    func replaceAssignedTarget(_ target: Target, in t: Transaction) {
+        let previous = cached
+        t.logUndo(.restore { [self] in cached = previous })
+        cached = target
+        mayHoldTarget = true
+    }
+}
+
+extension ToOne: SettledRelation {
+    func unsettle() { isAssigned = true }
 }

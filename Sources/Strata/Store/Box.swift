@@ -101,85 +101,14 @@ public struct Box<T: Entity>: Sendable {
     }
 
     private func store(_ object: inout T, mode: PutMode, binding b: EntityBinding, in t: Transaction) throws(StrataError) -> Id {
-        var indexedValues: [[UInt8]] = []
-        if let ix = b.indexes {
-            // Before anything is written (ids, related objects): a duplicate of a @Unique value
-            // or an unindexable value fails the put with the store unchanged.
-            b.encode(object, into: &t.scratch)
-            do {
-                indexedValues = try t.scratch.withUnsafeBytes { raw in try t.checkIndexedValues(of: raw, id: object.id, indexes: ix) }
-            } catch {
-                throw StrataError(error)
-            }
-        }
-        var id = object.id
-        let assigned = id == 0
-        var isNew = assigned
-        var oldTargets: [UInt32: Id] = [:]
-        if assigned {
-            guard mode != .update else { throw .invalidId(entity: b.name) }
-            guard b.lastId < Id.max else { throw .objectExists(entity: b.name, id: Id.max) }
-            id = b.lastId + 1
-            b.lastId = id
-            t.counterAdvanced(b)
-            // The id is given before relations are visited, so that a cycle of new objects
-            // sees it and does not put this object again.
-            object.id = id
-            if b.isClass { t.assigned(object) }
-        } else {
-            let stored: Bool
-            if b.toOnePropertyIds.isEmpty {
-                stored = try exists(id, binding: b, in: t)
-            } else if let old = try store.objectBytes(ObjectKey(entityId: b.entityId, id: id), in: t) {
-                stored = true
-                do {
-                    oldTargets = try old.withUnsafeBytes { try ObjectBytes.toOneTargets(in: $0, propertyIds: b.toOnePropertyIds) }
-                } catch let failure as CodecFailure {
-                    throw .corruptObject(entity: b.name, id: id, reason: failure.reason)
-                } catch {
-                    throw StrataError(error)
-                }
-            } else {
-                stored = false
-            }
-            switch mode {
-            case .put, .update:
-                guard stored else { throw .objectNotFound(entity: b.name, id: id) }
-            case .insert:
-                guard !stored else { throw .objectExists(entity: b.name, id: id) }
-                isNew = true
-                if id > b.lastId {
-                    b.lastId = id
-                    t.counterAdvanced(b)
-                }
-            }
-        }
-        if b.hasRelations {
-            try visitRelations(of: &object, phase: .beforeWrite, binding: b, id: id, in: t)
-        }
-        b.encode(object, into: &t.scratch)
-        guard t.scratch.count <= ObjectFormat.maxObjectBytes else {
-            if assigned { object.id = 0 }
-            throw .objectTooLarge(entity: b.name, size: t.scratch.count, limit: ObjectFormat.maxObjectBytes)
-        }
-        t.scratch.withUnsafeBytes { raw in
-            // Relations (all the put may have changed since the check) are never indexed, so the
-            // values checked are those of these bytes.
-            t.put(ObjectKey(entityId: b.entityId, id: id), value: raw, isFresh: assigned || (mode == .insert && isNew),
-                  indexValues: b.indexes == nil ? nil : indexedValues)
-            if let ix = b.indexes, ix.hasUnique { t.recordUniqueValues(indexedValues, id: id, indexes: ix) }
-        }
-        if isNew { t.adjustCount(entityId: b.entityId, by: 1) }
-        if b.hasRelations {
-            try visitRelations(of: &object, phase: .afterWrite(oldTargets: oldTargets), binding: b, id: id, in: t)
-        }
-        return id
+        try PutOperation<T>(store: store, binding: b, transaction: t).run(&object, mode: mode)
     }
 
-    private func visitRelations(of object: inout T, phase: RelationVisitor.Phase, binding b: EntityBinding, id: Id,
-                                in t: Transaction) throws(StrataError) {
-        var visitor = RelationVisitor(phase: phase, store: store, transaction: t, binding: b, ownerId: id)
-        do { try object._strataVisitRelations(&visitor) } catch { throw StrataError(error) }
+    /// Whether the object with `id` is stored as `t` sees it, or its put is under way in `t`
+    /// (an object of a cycle of new objects, referred to before it is written).
+    func isStoredOrBeingPut(_ id: Id, in t: Transaction) throws(StrataError) -> Bool {
+        let key = ObjectKey(entityId: try binding().entityId, id: id)
+        return t.isBeingPut(key) ? true : try store.objectExists(key, in: t)
     }
 
     /// Whether removing objects of this entity needs inverse maintenance (it has relations, or
@@ -193,8 +122,7 @@ public struct Box<T: Entity>: Sendable {
         if graph {
             try InverseMaintenance.removeObject(entityName: b.name, id: id, in: t)
         } else {
-            t.remove(ObjectKey(entityId: b.entityId, id: id))
-            t.adjustCount(entityId: b.entityId, by: -1)
+            try InverseMaintenance.removeUnrelated(ObjectKey(entityId: b.entityId, id: id), entityName: b.name, indexes: b.indexes, in: t)
         }
     }
 
@@ -315,7 +243,7 @@ public struct Box<T: Entity>: Sendable {
                 return n
             }
             let stored = Int64(try store.storedCount(entityId: b.entityId, in: t))
-            return Int(stored + ((t?.isWrite ?? false) ? t!.countDeltas[b.entityId, default: 0] : 0))
+            return Int(stored + (t?.overlay?.countDeltas[b.entityId] ?? 0))
         }
     }
 
@@ -375,70 +303,16 @@ public struct Box<T: Entity>: Sendable {
     /// it is not stored.
     func withStoredBytes(_ id: Id, binding b: EntityBinding, in t: Transaction?,
                          _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
-        let key = ObjectKey(entityId: b.entityId, id: id)
-        if let t, t.isWrite {
-            switch t.lookup(key) {
-            case .removed: return false
-            case let .value(r):
-                try t.arena.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[r])) }
-                return true
-            case .absent: break
-            }
-        }
-        return try key.withBytes { k in try store.engine.visitValue(forKey: k, in: store.objects, snapshot: t?.snapshot, body) }
+        try store.withObject(ObjectKey(entityId: b.entityId, id: id), in: t, body)
     }
 
     private func exists(_ id: Id, binding b: EntityBinding, in t: Transaction?) throws(StrataError) -> Bool {
-        let key = ObjectKey(entityId: b.entityId, id: id)
-        if let t, t.isWrite {
-            switch t.lookup(key) {
-            case .removed: return false
-            case .value: return true
-            case .absent: break
-            }
-        }
-        do {
-            return try key.withBytes { k in
-                try store.engine.withValue(forKey: k, in: store.objects, snapshot: t?.snapshot) { _ in true }
-            } ?? false
-        } catch {
-            throw StrataError(error)
-        }
+        try store.objectExists(ObjectKey(entityId: b.entityId, id: id), in: t)
     }
 
-    /// Visits this entity's objects by increasing id, merging a write transaction's pending
-    /// writes over the engine's state, until `body` returns false. `body` must not write.
-    func forEach(binding b: EntityBinding, in t: Transaction?,
-                         _ body: (Id, UnsafeRawBufferPointer) throws -> Bool) throws {
-        let pending = (t?.isWrite ?? false) ? t!.pendingObjects(entityId: b.entityId) : []
-        var p = 0
-        let it = try store.engine.makeIterator(in: store.objects, prefix: ObjectKey.prefix(entityId: b.entityId),
-                                               snapshot: t?.snapshot)
-        try it.seekToFirst()
-        // Emits pending entries below `limit` (all of them when nil); false when body stops.
-        func drainPending(below limit: Id?) throws -> Bool {
-            while p < pending.count, limit.map({ pending[p].id < $0 }) ?? true {
-                let entry = pending[p]
-                p += 1
-                if let r = entry.value {
-                    let more = try t!.arena.withUnsafeBytes { try body(entry.id, UnsafeRawBufferPointer(rebasing: $0[r])) }
-                    if !more { return false }
-                }
-            }
-            return true
-        }
-        while it.isValid {
-            let id = ObjectKey.id(fromKey: it.key)
-            guard try drainPending(below: id) else { return }
-            if p < pending.count, pending[p].id == id {
-                // The transaction's own write replaces (or removes) the stored object.
-                guard try drainPending(below: id + 1) else { return }
-                try it.next()
-                continue
-            }
-            guard try body(id, it.value) else { return }
-            try it.next()
-        }
-        _ = try drainPending(below: nil)
+    /// Visits this entity's objects by increasing id as `t` sees them, until `body` returns
+    /// false. `body` must not write.
+    func forEach(binding b: EntityBinding, in t: Transaction?, _ body: (Id, UnsafeRawBufferPointer) throws -> Bool) throws {
+        try store.forEachObject(entityId: b.entityId, in: t, body)
     }
 }

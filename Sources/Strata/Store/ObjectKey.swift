@@ -22,4 +22,11 @@ struct ObjectKey: Hashable, Sendable {
         for i in 4..<ObjectFormat.objectKeyBytes { id = id << 8 | Id(key[i]) }
         return id
     }
+
+    /// Reads the entity id from a key of the objects key space.
+    static func entityId(fromKey key: UnsafeRawBufferPointer) -> UInt32 {
+        var id: UInt32 = 0
+        for i in 0..<4 { id = id << 8 | UInt32(key[i]) }
+        return id
+    }
 }

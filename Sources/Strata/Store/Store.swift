@@ -44,6 +44,8 @@ public final class Store: @unchecked Sendable {
     /// Serialises write transactions.
     private let writeLock = ConditionLock()
     private let catalog: LockedValue<Catalog>
+    /// What the last commit that changed anything changed (the input of change observation).
+    let committedChanges = LockedValue(ChangeSet())
 
     /// The entity records as persisted, and the bindings made from them in this session.
     private struct Catalog {
@@ -303,54 +305,6 @@ public final class Store: @unchecked Sendable {
         catalog.withLock { $0.indexes[entityId] }
     }
 
-    /// The object ids of the index entries of one value: `entry` is the header and the encoded
-    /// value. In an index `keyedByValue`, one point read of that key; otherwise a scan of the
-    /// keys it begins, skipping the segments whose filter rules the value out.
-    func indexedIds(ofValue entry: [UInt8], keyedByValue: Bool, snapshot: Snapshot?) throws(StrataError) -> [Id] {
-        guard let indexSpace else { return [] }
-        guard keyedByValue else {
-            return try indexedIds(in: { try engine.makeIterator(in: indexSpace, prefix: entry, suffixBytes: IndexKey.idBytes, snapshot: snapshot) },
-                                  keyedByValue: false)
-        }
-        var ids: [Id] = []
-        do {
-            _ = try entry.withUnsafeBytes { k in
-                try engine.visitValue(forKey: k, in: indexSpace, snapshot: snapshot) { v in
-                    ids.append(try IndexKey.id(key: k, value: v, keyedByValue: true))
-                }
-            }
-        } catch {
-            throw StrataError(error)
-        }
-        counters.indexEntriesRead.add(UInt64(ids.count), ordering: .relaxed)
-        return ids
-    }
-
-    /// The object ids of the index entries with keys in `lower..<upper`.
-    func indexedIds(from lower: [UInt8], to upper: [UInt8]?, keyedByValue: Bool, snapshot: Snapshot?) throws(StrataError) -> [Id] {
-        guard let indexSpace else { return [] }
-        if let upper, !lower.lexicographicallyPrecedes(upper) { return [] }
-        return try indexedIds(in: { try engine.makeIterator(in: indexSpace, lowerBound: lower, upperBound: upper, snapshot: snapshot) },
-                              keyedByValue: keyedByValue)
-    }
-
-    /// The object ids of the index entries the iterator that `open` makes yields, in key order.
-    private func indexedIds(in open: () throws -> EngineIterator, keyedByValue: Bool) throws(StrataError) -> [Id] {
-        var ids: [Id] = []
-        do {
-            let it = try open()
-            try it.seekToFirst()
-            while it.isValid {
-                ids.append(try IndexKey.id(key: it.key, value: it.value, keyedByValue: keyedByValue))
-                try it.next()
-            }
-        } catch {
-            throw StrataError(error)
-        }
-        counters.indexEntriesRead.add(UInt64(ids.count), ordering: .relaxed)
-        return ids
-    }
-
     /// Every persisted entity record.
     func catalogRecords() -> [EntityRecord] {
         catalog.withLock { Array($0.records.values) }
@@ -371,26 +325,27 @@ public final class Store: @unchecked Sendable {
     }
 
     /// Runs `body` in one atomic write transaction: everything it writes through boxes is
-    /// committed together when it returns, or not at all if it throws. Transactions nest by
-    /// joining: a nested call runs in the outer transaction, and if it throws, the outer one
-    /// rolls back even when its code catches the error.
+    /// committed together when it returns, or not at all if it throws.
+    ///
+    /// Called inside another write transaction, it is a savepoint: if `body` throws, what it
+    /// wrote is rolled back (objects, relations, ids given to new objects, relation proxies'
+    /// saved state) and the error is rethrown; the outer transaction goes on with everything
+    /// written before the call, and commits or rolls back as a whole.
     ///
     /// ```swift
     /// try store.runInTransaction {
     ///     try customers.put(alice)
-    ///     try notes.put(&note)
+    ///     try? store.runInTransaction {       // a savepoint
+    ///         try notes.put(&note)
+    ///         throw Cancelled()               // undoes the note only
+    ///     }
     /// }
     /// ```
     @discardableResult
     public func runInTransaction<R>(_ body: () throws -> R) throws -> R {
         if let current = TransactionContext.current(for: self) {
             guard current.isWrite else { throw StrataError.readOnly }
-            do {
-                return try body()
-            } catch {
-                current.abort(reason: "\(error)")
-                throw error
-            }
+            return try Self.withSavepoint(current, body)
         }
         guard !isReadOnly else { throw StrataError.readOnly }
         guard engine.isOpen else { throw StrataError.storeClosed }
@@ -407,17 +362,25 @@ public final class Store: @unchecked Sendable {
             throw error
         }
         TransactionContext.pop()
-        if let reason = transaction.abortReason {
-            transaction.rollback()
-            throw StrataError.transactionAborted(reason: reason)
-        }
         do {
-            try transaction.commit(durability: durability)
+            let changes = try transaction.commit(durability: durability)
+            if !changes.isEmpty { committedChanges.withLock { $0 = changes } }
         } catch {
             transaction.rollback()
             throw StrataError(error)
         }
         return result
+    }
+
+    /// Runs `body` in `t`; if it throws, rolls `t` back to where it was and rethrows.
+    private static func withSavepoint<R>(_ t: Transaction, _ body: () throws -> R) throws -> R {
+        let savepoint = t.savepoint()
+        do {
+            return try body()
+        } catch {
+            t.rollback(to: savepoint)
+            throw error
+        }
     }
 
     /// Runs `body` against one consistent snapshot: every read inside sees the same committed
@@ -438,12 +401,13 @@ public final class Store: @unchecked Sendable {
         return try body()
     }
 
-    /// Runs `body` in the current write transaction, or in a new one.
+    /// Runs `body` in the current write transaction, as a savepoint (an operation that fails
+    /// leaves nothing of itself behind), or in a new transaction.
     func write<R>(_ body: (Transaction) throws -> R) throws(StrataError) -> R {
         do {
             if let t = TransactionContext.current(for: self) {
                 guard t.isWrite else { throw StrataError.readOnly }
-                return try body(t)
+                return try Self.withSavepoint(t) { try body(t) }
             }
             return try runInTransaction { try body(TransactionContext.current(for: self)!) }
         } catch {

@@ -1,0 +1,380 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One key space of a transaction's ``WriteOverlay``: an ordered map from byte keys to the
+/// transaction's newest write of each key (a value or a removal), the way Pebble's indexed batch
+/// keeps a skip list over its entries. A skip list orders the keys, for iteration merged with the
+/// engine's; a hash table finds a key in one probe, for point reads, which are most of the reads
+/// a put makes.
+///
+/// A key once written keeps its node: a later write or a savepoint rollback changes the node's
+/// state (``State``) in place, so a rollback never unlinks anything, and undoing a write is
+/// restoring the state it replaced (``Undo``).
+///
+/// Memory is managed by hand (a realloc'd node table, key and value arenas): a bulk put of a
+/// million objects makes a million nodes here, and Swift arrays of structs cost uniqueness
+/// and exclusivity checks on every access.
+final class OverlaySpace {
+    enum State: UInt8 {
+        /// Not written by the transaction (a node left behind by a rolled-back write): reads
+        /// fall through to the engine.
+        case absent
+        case value
+        case removed
+    }
+
+    struct Node {
+        var keyStart: Int
+        var keyCount: Int32
+        var height: Int32
+        var valueStart: Int
+        var valueCount: Int
+        var hash: UInt64
+        /// Index of this node's first `next` pointer in the link table.
+        var linkBase: Int32
+        var state: State
+        /// Whether the key held a value in the engine when the transaction first wrote it (the
+        /// caller says; the overlay never reads the engine). Object counts and change sets
+        /// compare the final state with it.
+        var committedPresent: Bool
+    }
+
+    /// What one write replaced, to put it back.
+    struct Undo {
+        var node: Int32
+        var state: State
+        var valueStart: Int
+        var valueCount: Int
+    }
+
+    /// What a point lookup found.
+    enum Lookup {
+        /// The transaction did not write the key: read the engine.
+        case absent
+        case removed
+        case value(UnsafeRawBufferPointer)
+    }
+
+    static let maxHeight = 12
+    /// Node 0 is the head: no key, `maxHeight` links.
+    private static let head: Int32 = 0
+
+    private var nodes: UnsafeMutablePointer<Node>
+    private var nodeCapacity: Int
+    private(set) var nodeCount = 0
+    private var links: UnsafeMutablePointer<Int32>
+    private var linkCapacity: Int
+    private var linkCount = 0
+    private var keys: UnsafeMutableRawPointer
+    private var keyCapacity: Int
+    private var keyBytes = 0
+    private var values: UnsafeMutableRawPointer
+    private var valueCapacity: Int
+    private var valueBytes = 0
+    /// Open addressing, linear probing: node index + 1, 0 for empty.
+    private var table: UnsafeMutablePointer<Int32>
+    private var tableMask: Int
+    private var height = 1
+    private var rng: UInt64 = 0x9E37_79B9_7F4A_7C15
+    /// The last node at each level: an insert past the largest key (ascending ids, a sequential
+    /// load) links there without a search.
+    private var tails: [Int32] = Array(repeating: 0, count: OverlaySpace.maxHeight)
+    /// Nodes whose state is not `.absent`.
+    private(set) var liveCount = 0
+
+    init() {
+        nodeCapacity = 64
+        nodes = .allocate(capacity: nodeCapacity)
+        linkCapacity = 256
+        links = .allocate(capacity: linkCapacity)
+        keyCapacity = 1024
+        keys = .allocate(byteCount: keyCapacity, alignment: 8)
+        valueCapacity = 4096
+        values = .allocate(byteCount: valueCapacity, alignment: 8)
+        tableMask = 127
+        table = .allocate(capacity: tableMask + 1)
+        table.initialize(repeating: 0, count: tableMask + 1)
+        nodes.initialize(to: Node(keyStart: 0, keyCount: 0, height: Int32(Self.maxHeight), valueStart: 0, valueCount: 0, hash: 0,
+                                  linkBase: 0, state: .absent, committedPresent: false))
+        links.initialize(repeating: -1, count: Self.maxHeight)
+        nodeCount = 1
+        linkCount = Self.maxHeight
+    }
+
+    deinit {
+        nodes.deallocate()
+        links.deallocate()
+        keys.deallocate()
+        values.deallocate()
+        table.deallocate()
+    }
+
+    var isEmpty: Bool { liveCount == 0 }
+
+    // MARK: hashing
+
+    @inline(__always)
+    static func hash(_ key: UnsafeRawBufferPointer) -> UInt64 {
+        var h: UInt64 = 0xCBF2_9CE4_8422_2325 ^ UInt64(key.count)
+        var i = 0
+        while i + 8 <= key.count {
+            h = (h ^ key.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0x9FB2_1C65_1E98_DF25
+            h ^= h >> 29
+            i += 8
+        }
+        var tail: UInt64 = 0
+        var shift: UInt64 = 0
+        while i < key.count {
+            tail |= UInt64(key[i]) << shift
+            shift += 8
+            i += 1
+        }
+        h = (h ^ tail) &* 0x9FB2_1C65_1E98_DF25
+        return h ^ (h >> 32)
+    }
+
+    // MARK: node access
+
+    @inline(__always)
+    func key(of node: Int32) -> UnsafeRawBufferPointer {
+        let n = nodes[Int(node)]
+        return UnsafeRawBufferPointer(start: keys + n.keyStart, count: Int(n.keyCount))
+    }
+
+    @inline(__always)
+    func state(of node: Int32) -> State { nodes[Int(node)].state }
+
+    @inline(__always)
+    func committedPresent(of node: Int32) -> Bool { nodes[Int(node)].committedPresent }
+
+    /// The value of a node whose state is `.value`. Valid until the next write.
+    @inline(__always)
+    func value(of node: Int32) -> UnsafeRawBufferPointer {
+        let n = nodes[Int(node)]
+        return UnsafeRawBufferPointer(start: values + n.valueStart, count: n.valueCount)
+    }
+
+    @inline(__always)
+    private func next(_ node: Int32, _ level: Int) -> Int32 {
+        links[Int(nodes[Int(node)].linkBase) + level]
+    }
+
+    @inline(__always)
+    private func setNext(_ node: Int32, _ level: Int, _ to: Int32) {
+        links[Int(nodes[Int(node)].linkBase) + level] = to
+    }
+
+    // MARK: lookups
+
+    /// The node of `key`, if the transaction ever wrote it.
+    func find(_ key: UnsafeRawBufferPointer) -> Int32? {
+        find(key, hash: Self.hash(key))
+    }
+
+    @inline(__always)
+    private func find(_ key: UnsafeRawBufferPointer, hash: UInt64) -> Int32? {
+        if nodeCount == 1 { return nil }
+        var b = Int(truncatingIfNeeded: hash) & tableMask
+        while true {
+            let slot = table[b]
+            if slot == 0 { return nil }
+            let node = slot - 1
+            let n = nodes[Int(node)]
+            if n.hash == hash && Int(n.keyCount) == key.count
+                && (key.count == 0 || memcmp(keys + n.keyStart, key.baseAddress!, key.count) == 0) {
+                return node
+            }
+            b = (b + 1) & tableMask
+        }
+    }
+
+    /// What the transaction wrote at `key`.
+    func lookup(_ key: UnsafeRawBufferPointer) -> Lookup {
+        guard let node = find(key) else { return .absent }
+        switch state(of: node) {
+        case .absent: return .absent
+        case .removed: return .removed
+        case .value: return .value(value(of: node))
+        }
+    }
+
+    /// The first node (in key order, whatever its state) whose key is ≥ `key`; -1 when none.
+    func seek(_ key: UnsafeRawBufferPointer) -> Int32 {
+        var x = Self.head
+        var level = height - 1
+        while true {
+            let n = next(x, level)
+            if n >= 0 && compareBytes(self.key(of: n), key) < 0 {
+                x = n
+            } else if level == 0 {
+                return n
+            } else {
+                level -= 1
+            }
+        }
+    }
+
+    /// The first node in key order; -1 when none.
+    func first() -> Int32 { next(Self.head, 0) }
+
+    /// The node after `node` in key order; -1 at the end.
+    func successor(_ node: Int32) -> Int32 { next(node, 0) }
+
+    // MARK: writes
+
+    /// Writes `value` (nil: a removal) at `key`; `committedPresent` is recorded if the key is
+    /// new to the overlay. Returns the node and what the write replaced.
+    @discardableResult
+    func write(_ key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer?, committedPresent: Bool) -> (node: Int32, undo: Undo) {
+        let hash = Self.hash(key)
+        let node = find(key, hash: hash) ?? insert(key, hash: hash, committedPresent: committedPresent)
+        let old = nodes[Int(node)]
+        let undo = Undo(node: node, state: old.state, valueStart: old.valueStart, valueCount: old.valueCount)
+        var start = 0, count = 0
+        if let value {
+            start = appendValue(value)
+            count = value.count
+        }
+        nodes[Int(node)].state = value == nil ? .removed : .value
+        nodes[Int(node)].valueStart = start
+        nodes[Int(node)].valueCount = count
+        if old.state == .absent { liveCount += 1 }
+        return (node, undo)
+    }
+
+    /// Puts back what a write replaced.
+    func restore(_ undo: Undo) {
+        let before = nodes[Int(undo.node)].state
+        nodes[Int(undo.node)].state = undo.state
+        nodes[Int(undo.node)].valueStart = undo.valueStart
+        nodes[Int(undo.node)].valueCount = undo.valueCount
+        if before != .absent && undo.state == .absent { liveCount -= 1 }
+        if before == .absent && undo.state != .absent { liveCount += 1 }
+    }
+
+    private func appendValue(_ value: UnsafeRawBufferPointer) -> Int {
+        let start = valueBytes
+        if valueBytes + value.count > valueCapacity {
+            var capacity = valueCapacity * 2
+            while capacity < valueBytes + value.count { capacity *= 2 }
+            let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
+            grown.copyMemory(from: values, byteCount: valueBytes)
+            values.deallocate()
+            values = grown
+            valueCapacity = capacity
+        }
+        if value.count > 0 { (values + valueBytes).copyMemory(from: value.baseAddress!, byteCount: value.count) }
+        valueBytes += value.count
+        return start
+    }
+
+    private func randomHeight() -> Int {
+        rng ^= rng << 13
+        rng ^= rng >> 7
+        rng ^= rng << 17
+        var h = 1
+        var r = rng
+        while h < Self.maxHeight && r & 3 == 0 {
+            h += 1
+            r >>= 2
+        }
+        return h
+    }
+
+    private func insert(_ key: UnsafeRawBufferPointer, hash: UInt64, committedPresent: Bool) -> Int32 {
+        // Storage for the node, its links and its key.
+        if nodeCount == nodeCapacity {
+            let grown = UnsafeMutablePointer<Node>.allocate(capacity: nodeCapacity * 2)
+            grown.moveInitialize(from: nodes, count: nodeCount)
+            nodes.deallocate()
+            nodes = grown
+            nodeCapacity *= 2
+        }
+        let h = randomHeight()
+        if linkCount + h > linkCapacity {
+            let grown = UnsafeMutablePointer<Int32>.allocate(capacity: linkCapacity * 2)
+            grown.moveInitialize(from: links, count: linkCount)
+            links.deallocate()
+            links = grown
+            linkCapacity *= 2
+        }
+        if keyBytes + key.count > keyCapacity {
+            var capacity = keyCapacity * 2
+            while capacity < keyBytes + key.count { capacity *= 2 }
+            let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
+            grown.copyMemory(from: keys, byteCount: keyBytes)
+            keys.deallocate()
+            keys = grown
+            keyCapacity = capacity
+        }
+        if key.count > 0 { (keys + keyBytes).copyMemory(from: key.baseAddress!, byteCount: key.count) }
+        let node = Int32(nodeCount)
+        (nodes + nodeCount).initialize(to: Node(keyStart: keyBytes, keyCount: Int32(key.count), height: Int32(h), valueStart: 0,
+                                                valueCount: 0, hash: hash, linkBase: Int32(linkCount), state: .absent,
+                                                committedPresent: committedPresent))
+        (links + linkCount).initialize(repeating: -1, count: h)
+        nodeCount += 1
+        linkCount += h
+        keyBytes += key.count
+
+        // Link it: past the largest key without a search, elsewhere by descending the levels.
+        if h > height { height = h }
+        let last = tails[0]
+        if last == Self.head || compareBytes(self.key(of: last), key) < 0 {
+            for level in 0..<h {
+                setNext(tails[level], level, node)
+                tails[level] = node
+            }
+        } else {
+            var x = Self.head
+            var level = height - 1
+            while level >= 0 {
+                var n = next(x, level)
+                while n >= 0 && compareBytes(self.key(of: n), key) < 0 {
+                    x = n
+                    n = next(x, level)
+                }
+                if level < h {
+                    setNext(node, level, n)
+                    setNext(x, level, node)
+                    if n < 0 { tails[level] = node }
+                }
+                level -= 1
+            }
+        }
+
+        // Hash it.
+        if (nodeCount) * 4 > (tableMask + 1) * 3 { growTable() }
+        var b = Int(truncatingIfNeeded: hash) & tableMask
+        while table[b] != 0 { b = (b + 1) & tableMask }
+        table[b] = node + 1
+        return node
+    }
+
+    private func growTable() {
+        let size = (tableMask + 1) * 2
+        table.deallocate()
+        table = .allocate(capacity: size)
+        table.initialize(repeating: 0, count: size)
+        tableMask = size - 1
+        for i in 1..<nodeCount {
+            var b = Int(truncatingIfNeeded: nodes[i].hash) & tableMask
+            while table[b] != 0 { b = (b + 1) & tableMask }
+            table[b] = Int32(i) + 1
+        }
+    }
+}
+
+/// Lexicographic order of two byte strings: negative, zero or positive.
+@inline(__always)
+func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+    let n = min(a.count, b.count)
+    if n > 0 {
+        let c = memcmp(a.baseAddress!, b.baseAddress!, n)
+        if c != 0 { return Int(c) }
+    }
+    return a.count - b.count
+}

@@ -1,0 +1,130 @@
+import StrataStorage
+
+/// One transaction of a store. A read transaction pins a snapshot. A write transaction holds the
+/// store's write lock and keeps everything it writes in one ``WriteOverlay``; reads inside it go
+/// through the overlay (``TransactionReads``); `commit` writes the overlay in one atomic engine
+/// batch.
+///
+/// State outside the store that a write changes (ids given to class objects, the saved state of
+/// `ToOne` and `ToMany` proxies) is logged too, so that a rollback, whole or to a savepoint,
+/// returns it exactly to what it was: a retry then writes it again.
+final class Transaction {
+    enum Kind { case read, write }
+
+    /// What a write changed outside the store, to undo on rollback.
+    enum Undo {
+        /// A class object given an id by this transaction: back to 0.
+        case assignedId(any Entity)
+        /// A `ToOne` whose assignment a put settled: it is the user's again.
+        case unsettle(any SettledRelation)
+        /// Anything else (a `ToMany`'s applied changes, a relation a put cleared): restores it.
+        case restore(() -> Void)
+    }
+
+    /// A point a nested transaction or a failed operation rolls back to.
+    struct Savepoint {
+        fileprivate let overlay: Int
+        fileprivate let undo: Int
+    }
+
+    let store: Store
+    let kind: Kind
+    /// The state reads see: a snapshot for read transactions; nil (latest) for write
+    /// transactions, since the write lock keeps every other writer out.
+    let snapshot: Snapshot?
+    /// A write transaction's writes; nil for a read transaction.
+    let overlay: WriteOverlay?
+
+    /// Encoding buffer, reused for every object of the transaction. A transaction belongs to one
+    /// thread (the one running its closure), so its hot state skips the exclusivity checks.
+    @exclusivity(unchecked) var scratch: [UInt8] = []
+    /// Objects whose put has begun and not ended: a cycle of new objects (A → B → A) refers to
+    /// them before they are written.
+    @exclusivity(unchecked) var putsInProgress: [ObjectKey] = []
+    /// Entities whose id counter moved; their counters are written with the commit. Not undone
+    /// by a rollback: ids are never reused, and a counter ahead of the stored objects is harmless.
+    private var advancedCounters: [UInt32: EntityBinding] = [:]
+    @exclusivity(unchecked) private var undoLog: [Undo] = []
+
+    init(store: Store, kind: Kind, snapshot: Snapshot?) {
+        self.store = store
+        self.kind = kind
+        self.snapshot = snapshot
+        overlay = kind == .write ? WriteOverlay() : nil
+    }
+
+    var isWrite: Bool { kind == .write }
+
+    func counterAdvanced(_ binding: EntityBinding) {
+        advancedCounters[binding.entityId] = binding
+    }
+
+    func logUndo(_ undo: Undo) {
+        undoLog.append(undo)
+    }
+
+    /// Whether the put of `key` has begun in this transaction and not ended.
+    func isBeingPut(_ key: ObjectKey) -> Bool {
+        putsInProgress.contains(key)
+    }
+
+    // MARK: savepoints
+
+    func savepoint() -> Savepoint {
+        Savepoint(overlay: overlay?.mark ?? 0, undo: undoLog.count)
+    }
+
+    /// Undoes everything written since `savepoint`, in the store and outside it, newest first.
+    func rollback(to savepoint: Savepoint) {
+        overlay?.rollback(to: savepoint.overlay)
+        while undoLog.count > savepoint.undo {
+            switch undoLog.removeLast() {
+            case let .assignedId(object):
+                var entity = object
+                entity.id = 0
+            case let .unsettle(relation):
+                relation.unsettle()
+            case let .restore(action):
+                action()
+            }
+        }
+    }
+
+    /// Undoes the whole transaction.
+    func rollback() {
+        rollback(to: Savepoint(overlay: 0, undo: 0))
+    }
+
+    // MARK: commit
+
+    /// Writes everything in one atomic batch, with the object counts and id counters that moved.
+    /// Returns what changed (empty when nothing did).
+    func commit(durability: Durability) throws -> ChangeSet {
+        guard let overlay, !overlay.isEmpty || !advancedCounters.isEmpty else { return ChangeSet() }
+        var batch = WriteBatch()
+        overlay.encode(into: &batch, objects: store.objects, edges: store.edges, indexes: store.indexSpace)
+        // Writers are serialised, so the latest count plus this transaction's delta is exact.
+        for (entityId, delta) in overlay.countDeltas where delta != 0 {
+            let now = Int64(try store.storedCount(entityId: entityId, in: nil)) + delta
+            guard now >= 0 else { throw StrataError.corruptCatalog(reason: "object count of entity \(entityId) would be \(now)") }
+            batch.put(MetaKey.count.key(entity: entityId), withUnsafeBytes(of: UInt64(now).littleEndian) { Array($0) }, in: store.meta)
+        }
+        for (entityId, binding) in advancedCounters {
+            withUnsafeBytes(of: binding.lastId.littleEndian) { v in
+                MetaKey.lastId.key(entity: entityId).withUnsafeBytes { batch.put($0, v, in: store.meta) }
+            }
+        }
+        let changes = overlay.changeSet()
+        try store.engine.write(batch, durability: durability)
+        store.counters.objectsWritten.add(UInt64(changes.entities.values.reduce(0) { $0 + $1.inserted.count + $1.updated.count }),
+                                          ordering: .relaxed)
+        store.counters.edgesWritten.add(UInt64(overlay.edges.liveCount), ordering: .relaxed)
+        return changes
+    }
+}
+
+/// A relation proxy whose assignment a put settled (made the saved state); a rollback makes it
+/// the user's unsaved assignment again.
+protocol SettledRelation: AnyObject {
+    func unsettle()
+}

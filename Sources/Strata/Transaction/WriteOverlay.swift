@@ -1,0 +1,158 @@
+import StrataStorage
+
+/// Everything a write transaction has written and not committed, in one place: objects, relation
+/// edges and index entries, each in an ordered ``OverlaySpace``, and the object counts those
+/// writes move. The model is Pebble's indexed batch: reads inside the transaction look here
+/// first and fall through to the engine (``TransactionReads`` merges the two), and the commit
+/// encodes the overlay into one `WriteBatch`.
+///
+/// Savepoints: every write logs what it replaced; ``rollback(to:)`` restores those states
+/// newest first, so a nested transaction or a failed put leaves the overlay exactly as it found
+/// it, in time proportional to what it undoes.
+final class WriteOverlay {
+    enum Space: UInt8 {
+        case objects, edges, indexes
+    }
+
+    let objects = OverlaySpace()
+    let edges = OverlaySpace()
+    let indexes = OverlaySpace()
+    /// Net objects added (positive) or removed per entity, as the overlay's states stand:
+    /// derived from each object write's visibility before and after, so a rollback moves
+    /// them back with the states.
+    private(set) var countDeltas: [UInt32: Int64] = [:]
+    private var undoLog: [(space: Space, undo: OverlaySpace.Undo)] = []
+
+    var isEmpty: Bool { objects.isEmpty && edges.isEmpty && indexes.isEmpty }
+
+    func space(_ s: Space) -> OverlaySpace {
+        switch s {
+        case .objects: objects
+        case .edges: edges
+        case .indexes: indexes
+        }
+    }
+
+    // MARK: savepoints
+
+    /// A point to roll back to.
+    var mark: Int { undoLog.count }
+
+    /// Restores every state written since `mark`, newest first.
+    func rollback(to mark: Int) {
+        while undoLog.count > mark {
+            let (s, undo) = undoLog.removeLast()
+            if s == .objects {
+                let before = visible(undo.node)
+                objects.restore(undo)
+                adjustCount(ofNode: undo.node, by: (visible(undo.node) ? 1 : 0) - (before ? 1 : 0))
+            } else {
+                space(s).restore(undo)
+            }
+        }
+    }
+
+    // MARK: objects
+
+    /// Whether the object at `node` exists as the transaction sees it.
+    @inline(__always)
+    private func visible(_ node: Int32) -> Bool {
+        switch objects.state(of: node) {
+        case .value: true
+        case .removed: false
+        case .absent: objects.committedPresent(of: node)
+        }
+    }
+
+    private func adjustCount(ofNode node: Int32, by delta: Int) {
+        guard delta != 0 else { return }
+        let key = objects.key(of: node)
+        let entityId = ObjectKey.entityId(fromKey: key)
+        countDeltas[entityId, default: 0] += Int64(delta)
+    }
+
+    /// Writes an object (`value` nil: removes it). `committedPresent`: whether the engine holds
+    /// it, used only the first time the transaction writes the key (the caller has just read it).
+    func writeObject(_ key: ObjectKey, value: UnsafeRawBufferPointer?, committedPresent: Bool) {
+        key.withBytes { k in
+            let before: Bool
+            if let node = objects.find(k) { before = visible(node) } else { before = committedPresent }
+            let (node, undo) = objects.write(k, value: value, committedPresent: committedPresent)
+            undoLog.append((.objects, undo))
+            adjustCount(ofNode: node, by: (value != nil ? 1 : 0) - (before ? 1 : 0))
+        }
+    }
+
+    // MARK: edges and index entries
+
+    func write(_ s: Space, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer?) {
+        precondition(s != .objects, "objects are written with writeObject")
+        let (_, undo) = space(s).write(key, value: value, committedPresent: false)
+        undoLog.append((s, undo))
+    }
+
+    func write(_ s: Space, key: [UInt8], value: [UInt8]?) {
+        key.withUnsafeBytes { k in
+            if let value {
+                value.withUnsafeBytes { v in write(s, key: k, value: v) }
+            } else {
+                write(s, key: k, value: nil)
+            }
+        }
+    }
+
+    // MARK: commit
+
+    /// Adds every live entry to `batch`, key space by key space in key order (the engine's
+    /// memtable inserts ascending keys fastest).
+    func encode(into batch: inout WriteBatch, objects objectSpace: KeySpace, edges edgeSpace: KeySpace?, indexes indexSpace: KeySpace?) {
+        func add(_ s: OverlaySpace, _ target: KeySpace?) {
+            guard let target, !s.isEmpty else { return }
+            var node = s.first()
+            while node >= 0 {
+                switch s.state(of: node) {
+                case .absent: break
+                case .value: batch.put(s.key(of: node), s.value(of: node), in: target)
+                case .removed: batch.delete(s.key(of: node), in: target)
+                }
+                node = s.successor(node)
+            }
+        }
+        add(objects, objectSpace)
+        add(edges, edgeSpace)
+        add(indexes, indexSpace)
+    }
+
+    /// What the overlay changes, for the commit's observers.
+    func changeSet() -> ChangeSet {
+        var changes = ChangeSet()
+        var node = objects.first()
+        while node >= 0 {
+            let state = objects.state(of: node)
+            if state != .absent {
+                let key = objects.key(of: node)
+                let entityId = ObjectKey.entityId(fromKey: key)
+                let id = ObjectKey.id(fromKey: key)
+                let was = objects.committedPresent(of: node)
+                switch (was, state == .value) {
+                case (false, true): changes.entities[entityId, default: .init()].inserted.append(id)
+                case (true, true): changes.entities[entityId, default: .init()].updated.append(id)
+                case (true, false): changes.entities[entityId, default: .init()].removed.append(id)
+                case (false, false): break
+                }
+            }
+            node = objects.successor(node)
+        }
+        node = edges.first()
+        while node >= 0 {
+            if edges.state(of: node) != .absent, let key = EdgeKey(bytes: edges.key(of: node)) {
+                let relation = ChangeSet.Relation(entityId: key.entityId, propertyId: key.propertyId)
+                // The object whose relation changed: the list's owner, or the source of a
+                // reverse entry (its `b`).
+                changes.relations[relation, default: []].insert(key.kind == .toManyList ? key.a : key.b)
+            }
+            node = edges.successor(node)
+        }
+        return changes
+    }
+}
