@@ -198,6 +198,27 @@ final class Member {
         #expect(try members.get(late.id)?.club.target?.name == "club")
         #expect(try members.query { Member.handle == "free" }.build().find().map(\.id) == [late.id])
         #expect(try store.verifyGraph().problems.isEmpty)
+
+        // A put that fails in its to-many (a removed teacher), after the new teacher and the
+        // student itself were written: the outer transaction keeps none of it.
+        let students = store.box(for: Student.self), teachers = store.box(for: Teacher.self)
+        let removed = Teacher(name: "removed")
+        try teachers.put(removed)
+        try teachers.remove(removed.id)
+        let s = Student(name: "s")
+        let fresh = Teacher(name: "fresh")
+        s.teachers.append(contentsOf: [fresh, removed])
+        try store.runInTransaction {
+            try students.put(Student(name: "kept"))
+            #expect(throws: StrataError.objectNotFound(entity: "Teacher", id: removed.id)) { try students.put(s) }
+            #expect(s.id == 0 && fresh.id == 0)
+        }
+        #expect(try students.all().map(\.name) == ["kept"])
+        #expect(try teachers.isEmpty())
+        s.teachers.remove(at: 1)
+        try students.put(s)
+        #expect(try students.get(s.id)!.teachers.map(\.name) == ["fresh"])
+        #expect(try store.verifyGraph().problems.isEmpty)
     }
 
     @Test func uniqueValuesFollowSavepointsAndSwapsInsideATransaction() throws {

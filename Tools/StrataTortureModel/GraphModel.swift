@@ -19,15 +19,19 @@ public struct GraphModel: Equatable, Sendable {
     public var orders: [Id: Order] = [:]
     public var students: [Id: Student] = [:]
     public var teachers: [Id: String] = [:]
+    /// Node → its parent.
+    public var nodes: [Id: Id?] = [:]
     /// The backlinks, kept alongside: customer → its orders, teacher → its students.
     public private(set) var ordersOfCustomer: [Id: Set<Id>] = [:]
     public private(set) var studentsOfTeacher: [Id: Set<Id>] = [:]
+    public private(set) var childrenOfNode: [Id: Set<Id>] = [:]
     /// Number of the last applied transaction.
     public var last: Int64 = 0
     var nextCustomer: Id = 1
     var nextOrder: Id = 1
     var nextStudent: Id = 1
     var nextTeacher: Id = 1
+    var nextNode: Id = 1
 
     public init() {}
 }
@@ -38,6 +42,7 @@ public struct TouchedObjects: Sendable {
     public var orders = Set<Id>()
     public var students = Set<Id>()
     public var teachers = Set<Id>()
+    public var nodes = Set<Id>()
     /// Operations applied.
     public var operations = 0
 
@@ -48,6 +53,7 @@ public struct TouchedObjects: Sendable {
         orders.formUnion(other.orders)
         students.formUnion(other.students)
         teachers.formUnion(other.teachers)
+        nodes.formUnion(other.nodes)
         operations += other.operations
     }
 }
@@ -71,6 +77,25 @@ public enum GraphOperation: Equatable, Sendable {
     case dropFirstTeacher(student: Id)
     /// Removes a teacher from every to-many that held it.
     case removeTeacher(Id)
+    /// `size` new nodes, each the parent of the one before, the first the parent of the last,
+    /// put in one put of the first.
+    case newNodeCycle(size: Int)
+    /// Clears the parent of every node that pointed at it.
+    case removeNode(Id)
+    /// The operation runs in a nested transaction that then throws: only the ids it took stay
+    /// taken.
+    indirect case rolledBack(GraphOperation)
+    /// A new order with a new customer, put in a nested transaction that throws, then put again
+    /// (the same instances: their ids were taken back).
+    case retriedNewOrderWithNewCustomer(seq: Int64, name: String)
+    /// A new student with these teachers and a new one, put in a nested transaction that throws,
+    /// then put again.
+    case retriedNewStudent(name: String, teachers: [Id], newTeacher: String)
+    /// A student read (its teachers loaded), then `removed` removed from the store, then `added`
+    /// appended to the stale copy and applied.
+    case staleStudentEdit(student: Id, removed: Id, added: Id)
+    /// An order read (its customer loaded), its customer removed, then the stale copy put.
+    case staleOrderPut(order: Id)
 }
 
 extension GraphModel {
@@ -127,9 +152,42 @@ extension GraphModel {
         case 90..<95:
             guard let s = pick(students, next: nextStudent, &rng) else { return .newCustomer(name: "customer-\(number)") }
             return .dropFirstTeacher(student: s)
-        default:
+        case 95..<97:
             guard let t = pick(teachers, next: nextTeacher, &rng) else { return .newTeacher(name: "teacher-\(number)") }
             return .removeTeacher(t)
+        default:
+            return transactionStateOperation(number: number, rng: &rng)
+        }
+    }
+
+    /// The operations that exercise transaction state: savepoints, retries, stale copies, cycles.
+    private func transactionStateOperation(number: Int64, rng: inout SplitMix64) -> GraphOperation {
+        switch rng.below(8) {
+        case 0: return .newNodeCycle(size: 1 + rng.below(3))
+        case 1:
+            guard let n = pick(nodes, next: nextNode, &rng) else { return .newNodeCycle(size: 2) }
+            return .removeNode(n)
+        case 2:
+            var chosen: [Id] = []
+            if let t = pick(teachers, next: nextTeacher, &rng) { chosen.append(t) }
+            return .rolledBack(.newStudent(name: "doomed-\(number)", teachers: chosen))
+        case 3: return .retriedNewOrderWithNewCustomer(seq: number, name: "retried-\(number)")
+        case 4:
+            var chosen: [Id] = []
+            if let t = pick(teachers, next: nextTeacher, &rng) { chosen.append(t) }
+            return .retriedNewStudent(name: "retried-\(number)", teachers: chosen, newTeacher: "retried-\(number)")
+        case 5:
+            guard let s = pick(students, next: nextStudent, &rng), let first = students[s]!.teachers.first,
+                  let added = pick(teachers, next: nextTeacher, &rng), !students[s]!.teachers.contains(added) else {
+                return .rolledBack(.newCustomer(name: "doomed-\(number)"))
+            }
+            return .staleStudentEdit(student: s, removed: first, added: added)
+        case 6:
+            guard let o = pick(orders, next: nextOrder, &rng) else { return .retriedNewOrderWithNewCustomer(seq: number, name: "r-\(number)") }
+            return .staleOrderPut(order: o)
+        default:
+            guard let o = pick(orders, next: nextOrder, &rng) else { return .rolledBack(.newTeacher(name: "doomed-\(number)")) }
+            return .rolledBack(.removeOrder(o))
         }
     }
 
@@ -157,6 +215,19 @@ extension GraphModel {
             touched.teachers.insert(t)
         }
         touched.students.insert(id)
+    }
+
+    private mutating func setNode(_ id: Id, parent: Id??, _ touched: inout TouchedObjects) {
+        if let old = nodes[id] ?? nil {
+            childrenOfNode[old]?.remove(id)
+            touched.nodes.insert(old)
+        }
+        nodes[id] = parent
+        if let new = parent ?? nil {
+            childrenOfNode[new, default: []].insert(id)
+            touched.nodes.insert(new)
+        }
+        touched.nodes.insert(id)
     }
 
     /// Applies one operation with the store's semantics; returns what it touched.
@@ -213,6 +284,42 @@ extension GraphModel {
             teachers[id] = nil
             studentsOfTeacher[id] = nil
             touched.teachers.insert(id)
+        case let .newNodeCycle(size):
+            // The put gives the first node its id, then puts its new parent, and so on: ids
+            // follow the chain, and the last node's parent is the first.
+            let first = nextNode
+            for i in 0..<Id(size) { setNode(first + i, parent: first + (i + 1) % Id(size), &touched) }
+            nextNode += Id(size)
+        case let .removeNode(id):
+            for child in childrenOfNode[id] ?? [] where child != id { setNode(child, parent: .some(nil), &touched) }
+            setNode(id, parent: nil, &touched)
+            childrenOfNode[id] = nil
+        case let .rolledBack(inner):
+            // Nothing stays but the ids the rolled-back operation took (ids are never reused).
+            var attempt = self
+            attempt.apply(inner)
+            (nextCustomer, nextOrder, nextStudent, nextTeacher, nextNode) =
+                (attempt.nextCustomer, attempt.nextOrder, attempt.nextStudent, attempt.nextTeacher, attempt.nextNode)
+        case let .retriedNewOrderWithNewCustomer(seq, name):
+            nextOrder += 1
+            nextCustomer += 1
+            touched.formUnion(apply(.newOrderWithNewCustomer(seq: seq, name: name)))
+        case let .retriedNewStudent(name, list, newTeacher):
+            // Each attempt puts the student, then its new teacher.
+            nextStudent += 1
+            nextTeacher += 1
+            let teacher = nextTeacher
+            teachers[teacher] = newTeacher
+            touched.teachers.insert(teacher)
+            nextTeacher += 1
+            setStudent(nextStudent, Student(name: name, teachers: list + [teacher]), &touched)
+            nextStudent += 1
+        case let .staleStudentEdit(student, removed, added):
+            touched.formUnion(apply(.removeTeacher(removed)))
+            touched.formUnion(apply(.addTeacher(student: student, teacher: added)))
+        case let .staleOrderPut(order):
+            if let customer = orders[order]?.customer { touched.formUnion(apply(.removeCustomer(customer))) }
+            touched.orders.insert(order)
         }
         return touched
     }

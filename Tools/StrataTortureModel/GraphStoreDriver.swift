@@ -89,7 +89,61 @@ public enum GraphStoreDriver {
             }
         case let .removeTeacher(id):
             try teachers.remove(id)
+        case let .newNodeCycle(size):
+            let nodes = (0..<size).map { _ in TNode() }
+            for i in nodes.indices { nodes[i].parent.target = nodes[(i + 1) % size] }
+            try store.box(for: TNode.self).put(nodes[0])
+        case let .removeNode(id):
+            try store.box(for: TNode.self).remove(id)
+        case let .rolledBack(inner):
+            do {
+                try store.runInTransaction {
+                    try apply(inner, to: store)
+                    throw DriverError.rollback
+                }
+            } catch DriverError.rollback {}
+        case let .retriedNewOrderWithNewCustomer(seq, name):
+            let o = TOrder(), c = TCustomer()
+            o.seq = seq
+            c.name = name
+            o.customer.target = c
+            try putTwice(o, in: orders, store: store, news: [o, c])
+        case let .retriedNewStudent(name, list, newTeacher):
+            let s = TStudent(), t = TTeacher()
+            s.name = name
+            t.name = newTeacher
+            for id in list {
+                guard let existing = try teachers.get(id) else { throw DriverError.missing("TTeacher \(id)") }
+                s.teachers.append(existing)
+            }
+            s.teachers.append(t)
+            try putTwice(s, in: students, store: store, news: [s, t])
+        case let .staleStudentEdit(student, removed, added):
+            guard let s = try students.get(student), let t = try teachers.get(added) else {
+                throw DriverError.missing("TStudent \(student) or TTeacher \(added)")
+            }
+            _ = s.teachers.count   // loaded now, stale after the removal
+            try teachers.remove(removed)
+            s.teachers.append(t)
+            try s.teachers.applyToDb()
+        case let .staleOrderPut(order):
+            guard let o = try orders.get(order) else { throw DriverError.missing("TOrder \(order)") }
+            if let customer = o.customer.target { try customers.remove(customer.id) }
+            try orders.put(o)
         }
+    }
+
+    /// Puts `object` in a nested transaction that throws, checks that the ids it gave to `news`
+    /// were taken back, and puts it again.
+    private static func putTwice<T: Entity>(_ object: T, in box: Box<T>, store: Store, news: [any Entity]) throws {
+        do {
+            try store.runInTransaction {
+                try box.put(object)
+                throw DriverError.rollback
+            }
+        } catch DriverError.rollback {}
+        guard news.allSatisfy({ $0.id == 0 }) else { throw DriverError.idsKeptAfterRollback }
+        try box.put(object)
     }
 
     /// Every difference between the store and the model, both directions of every relation
@@ -123,6 +177,12 @@ public enum GraphStoreDriver {
                 let backlink = t.students.map(\.id).sorted()
                 if backlink != expected { out.append("TTeacher \(t.id).students is \(backlink), expected \(expected)") }
             }
+            let nodes = try store.box(for: TNode.self).all()
+            let storedNodes = Dictionary(uniqueKeysWithValues: nodes.map { ($0.id, $0.parent.targetId) })
+            if storedNodes != model.nodes { out.append("nodes differ: store \(storedNodes.count), model \(model.nodes.count)") }
+            for n in nodes where n.children.map(\.id).sorted() != (model.childrenOfNode[n.id] ?? []).sorted() {
+                out.append("TNode \(n.id).children is \(n.children.map(\.id).sorted()), expected \((model.childrenOfNode[n.id] ?? []).sorted())")
+            }
             return out
         }
     }
@@ -155,8 +215,22 @@ public enum GraphStoreDriver {
                 out.append("TTeacher \(id).students is \(t.students.map(\.id).sorted()), expected \((model.studentsOfTeacher[id] ?? []).sorted())")
             }
         }
+        let nodes = store.box(for: TNode.self)
+        for id in touched.nodes {
+            let n = try nodes.get(id)
+            let parent: Id?? = n.map { $0.parent.targetId }
+            if parent != model.nodes[id] { out.append("TNode \(id) has parent \(String(describing: parent)), expected \(String(describing: model.nodes[id]))") }
+            if let n, n.children.map(\.id).sorted() != (model.childrenOfNode[id] ?? []).sorted() {
+                out.append("TNode \(id).children is \(n.children.map(\.id).sorted()), expected \((model.childrenOfNode[id] ?? []).sorted())")
+            }
+        }
         return out
     }
 
-    public enum DriverError: Error { case missing(String) }
+    public enum DriverError: Error {
+        case missing(String)
+        /// Thrown on purpose to roll a nested transaction back.
+        case rollback
+        case idsKeptAfterRollback
+    }
 }

@@ -38,3 +38,12 @@ public final class TLedger {
     /// The number of the last committed workload transaction.
     public var last: Int64 = 0
 }
+
+/// A tree node whose parent may be new too: new nodes in a cycle are put whole.
+@Entity
+public final class TNode {
+    public var id: Id = 0
+    public var name = ""
+    public var parent: ToOne<TNode> = nil
+    @Backlink(\TNode.parent) public var children: ToMany<TNode> = nil
+}
