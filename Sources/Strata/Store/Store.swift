@@ -42,21 +42,10 @@ public final class Store: @unchecked Sendable {
     /// a store written before counts existed: `count()` then iterates).
     let countsMaintained: Bool
     /// Serialises write transactions.
-    private let writeLock = ConditionLock()
-    private let catalog: LockedValue<Catalog>
+    let writeLock = ConditionLock()
+    let catalog: LockedValue<Catalog>
     /// What the last commit that changed anything changed (the input of change observation).
     let committedChanges = LockedValue(ChangeSet())
-
-    /// The entity records as persisted, and the bindings made from them in this session.
-    private struct Catalog {
-        var records: [String: EntityRecord] = [:]
-        var lastIds: [UInt32: Id] = [:]
-        var bindings: [ObjectIdentifier: Result<EntityBinding, StrataError>] = [:]
-        /// The built indexes of each entity that has any, from `records`.
-        var indexes: [UInt32: EntityIndexes] = [:]
-        var boundNames: [String: ObjectIdentifier] = [:]
-        var nextEntityId: UInt32 = 1
-    }
 
     /// Opens the store in `directoryPath`, creating the directory and the store if missing.
     ///
@@ -81,7 +70,7 @@ public final class Store: @unchecked Sendable {
                 meta = try Self.keySpace(ObjectFormat.metaKeySpace, in: engine)
                 edges = engine.existingKeySpace(named: ObjectFormat.edgesKeySpace)
                 indexSpace = engine.existingKeySpace(named: ObjectFormat.indexesKeySpace)
-                let (loaded, counted, version) = try Self.loadCatalog(engine: engine, meta: meta, objects: objects,
+                let (loaded, counted, version) = try FormatUpgrade.openCatalog(engine: engine, meta: meta, objects: objects,
                                                              readOnly: options.readOnly, durability: options.durability)
                 catalog = LockedValue(loaded)
                 countsMaintained = counted
@@ -105,71 +94,6 @@ public final class Store: @unchecked Sendable {
         if let ks = engine.existingKeySpace(named: name) { return ks }
         guard !engine.isReadOnly else { throw StorageError.notAStore(path: engine.directory) }
         return try engine.keySpace(named: name)
-    }
-
-    private static func loadCatalog(engine: Engine, meta: KeySpace, objects: KeySpace, readOnly: Bool,
-                                    durability: Durability) throws -> (Catalog, countsMaintained: Bool, formatVersion: UInt32) {
-        var catalog = Catalog()
-        let formatKey = MetaKey.format.key()
-        var found = ObjectFormat.version
-        if let raw = try engine.get(formatKey, in: meta) {
-            guard raw.count == 4 else { throw StrataError.corruptCatalog(reason: "format record has \(raw.count) bytes") }
-            found = raw.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)) }
-            guard found <= ObjectFormat.version else {
-                throw StrataError.unsupportedFormatVersion(found: found, supported: ObjectFormat.version)
-            }
-        } else if !readOnly {
-            var batch = WriteBatch()
-            withUnsafeBytes(of: ObjectFormat.version.littleEndian) { v in
-                formatKey.withUnsafeBytes { batch.put($0, v, in: meta) }
-            }
-            try engine.write(batch, durability: durability)
-        }
-        for (key, value) in try engine.scan(meta) {
-            guard key.count == 5, let kind = MetaKey(rawValue: key[0]) else { continue }
-            let entityId = key[1...].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-            switch kind {
-            case .entity:
-                guard let record = EntityRecord(entityId: entityId, bytes: value) else {
-                    throw StrataError.corruptCatalog(reason: "entity record \(entityId) does not parse")
-                }
-                catalog.records[record.name] = record
-                catalog.nextEntityId = max(catalog.nextEntityId, entityId + 1)
-            case .lastId:
-                guard value.count == 8 else { throw StrataError.corruptCatalog(reason: "id counter of entity \(entityId)") }
-                catalog.lastIds[entityId] = value.withUnsafeBytes { Id(littleEndian: $0.loadUnaligned(as: Id.self)) }
-            case .format, .count:
-                continue
-            }
-        }
-        if found < 2 {
-            // Version 1 kept no object counts: count once, by scanning, and record them.
-            guard !readOnly else { return (catalog, false, found) }
-            var batch = WriteBatch()
-            for record in catalog.records.values {
-                let it = try engine.makeIterator(in: objects, prefix: ObjectKey.prefix(entityId: record.entityId))
-                try it.seekToFirst()
-                var n: UInt64 = 0
-                while it.isValid {
-                    n += 1
-                    try it.next()
-                }
-                batch.put(MetaKey.count.key(entity: record.entityId), withUnsafeBytes(of: n.littleEndian) { Array($0) }, in: meta)
-            }
-            batch.put(formatKey, withUnsafeBytes(of: ObjectFormat.version.littleEndian) { Array($0) }, in: meta)
-            try engine.write(batch, durability: durability)
-        } else if found < ObjectFormat.version && !readOnly {
-            // Version 2 → 3 adds the indexes key space, opened above; nothing else changes. Version
-            // 3 → 4 keys unique indexes by value: each entity's are rebuilt when a writable
-            // session first binds its type (IndexBuilder), and read as they are until then.
-            var batch = WriteBatch()
-            batch.put(formatKey, withUnsafeBytes(of: ObjectFormat.version.littleEndian) { Array($0) }, in: meta)
-            try engine.write(batch, durability: durability)
-        }
-        for record in catalog.records.values {
-            if let ix = EntityIndexes(record) { catalog.indexes[record.entityId] = ix }
-        }
-        return (catalog, true, readOnly ? found : ObjectFormat.version)
     }
 
     /// The committed object count of an entity, as of `t`'s snapshot (or the latest state).
@@ -223,105 +147,6 @@ public final class Store: @unchecked Sendable {
     /// ```
     public func box<T: Entity>(for type: T.Type) -> Box<T> {
         Box(store: self, binding: binding(for: type))
-    }
-
-    func binding<T: Entity>(for type: T.Type) -> Result<EntityBinding, StrataError> {
-        let typeId = ObjectIdentifier(type)
-        if let b = catalog.withLock({ $0.bindings[typeId] }) { return b }
-        // Binding may build indexes, which needs the write lock (taken before the catalog lock,
-        // the order write transactions use). A write transaction on this thread holds it already.
-        let takeWriteLock = !isReadOnly && !(TransactionContext.current(for: self)?.isWrite ?? false)
-        if takeWriteLock { writeLock.lock() }
-        defer { if takeWriteLock { writeLock.unlock() } }
-        return catalog.withLock { c in
-            if let b = c.bindings[typeId] { return b }
-            let result = Result { () throws(StrataError) in try makeBinding(T.self, catalog: &c) }
-            // Transient failures (closed store, I/O) are retried at the next call; schema
-            // conflicts are final for this session.
-            if case let .failure(e) = result, case .storage = e { return result }
-            if case .failure(.storeClosed) = result { return result }
-            c.bindings[typeId] = result
-            return result
-        }
-    }
-
-    private func makeBinding<T: Entity>(_ type: T.Type, catalog c: inout Catalog) throws(StrataError) -> EntityBinding {
-        let schema = T._strataSchema
-        let typeId = ObjectIdentifier(type)
-        if let other = c.boundNames[schema.name], other != typeId { throw .duplicateEntityName(schema.name) }
-        let existing = c.records[schema.name]
-            ?? EntityRecord(entityId: c.nextEntityId, name: schema.name, lastPropertyId: 0, properties: [])
-        var (record, ids) = try existing.reconciled(with: schema)
-        if !isReadOnly {
-            try checkOpen()
-            var fresh: [UInt8] = []
-            let probe = EntityBinding(schema: schema, entityId: record.entityId, propertyIds: ids, typeIdentifier: typeId, lastId: 0)
-            probe.encode(try Self.freshObject(T.self, binding: probe), into: &fresh)
-            do {
-                try IndexBuilder.reconcile(&record, schema: schema, propertyIds: ids, encodedDefault: fresh, store: self)
-            } catch {
-                // A refused index: persist what the store now holds (a rebuilt index it had to
-                // drop is no longer listed), then fail the binding.
-                if record != c.records[schema.name] { try persist(record, catalog: &c) }
-                throw error
-            }
-        }
-        if record != c.records[schema.name] && !isReadOnly { try persist(record, catalog: &c) }
-        c.records[schema.name] = record
-        c.indexes[record.entityId] = EntityIndexes(record)
-        c.nextEntityId = max(c.nextEntityId, record.entityId + 1)
-        c.boundNames[schema.name] = typeId
-        return EntityBinding(schema: schema, entityId: record.entityId, propertyIds: ids, typeIdentifier: typeId,
-                             isClass: T.self is AnyObject.Type, lastId: c.lastIds[record.entityId] ?? 0,
-                             indexes: c.indexes[record.entityId])
-    }
-
-    private func persist(_ record: EntityRecord, catalog c: inout Catalog) throws(StrataError) {
-        var batch = WriteBatch()
-        batch.put(MetaKey.entity.key(entity: record.entityId), record.encoded(), in: meta)
-        do { try engine.write(batch, durability: durability) } catch { throw StrataError(error) }
-        c.records[record.name] = record
-        c.indexes[record.entityId] = EntityIndexes(record)
-        c.nextEntityId = max(c.nextEntityId, record.entityId + 1)
-    }
-
-    /// What `init()` gives: decoding an empty record runs exactly that.
-    static func freshObject<T: Entity>(_ type: T.Type, binding: EntityBinding) throws(StrataError) -> T {
-        let empty: [UInt8] = [ObjectFormat.codecVersion]
-        do {
-            return try empty.withUnsafeBytes { raw in
-                try binding.fieldMap.withUnsafeBufferPointer { map in
-                    var reader = try ObjectReader(bytes: raw, fieldMap: map)
-                    return try T._strataDecode(id: 0, from: &reader)
-                }
-            }
-        } catch {
-            throw StrataError(error)
-        }
-    }
-
-    /// The built indexes of an entity, or nil when it has none.
-    func indexes(entityId: UInt32) -> EntityIndexes? {
-        catalog.withLock { $0.indexes[entityId] }
-    }
-
-    /// Every persisted entity record.
-    func catalogRecords() -> [EntityRecord] {
-        catalog.withLock { Array($0.records.values) }
-    }
-
-    /// The persisted record of an entity, by name.
-    func record(named name: String) -> EntityRecord? {
-        catalog.withLock { $0.records[name] }
-    }
-
-    /// Every live relation property (of any entity) whose target is entity `name`.
-    func relations(targeting name: String) -> [(entityId: UInt32, property: EntityRecord.Property)] {
-        catalog.withLock { c in
-            c.records.values.flatMap { r in
-                r.properties.filter { !$0.isRemoved && $0.type.isRelation && $0.target == name }.map { (r.entityId, $0) }
-            }
-        }
     }
 
     /// Runs `body` in one atomic write transaction: everything it writes through boxes is
