@@ -242,7 +242,8 @@ final class Member {
             }
             try members.put(Member(handle: "three"))
             #expect(try members.query { Member.handle == "one" }.build().find().map(\.id) == [m2.id])
-            #expect(try store.verifyGraph().problems.isEmpty)   // verify sees the transaction
+            let report = try store.verifyGraph()   // verify sees the transaction's own writes
+            #expect(report.problems.isEmpty && report.objects == 3 && report.indexEntries == 3)
         }
         #expect(try members.query { Member.handle == "two" }.build().find().map(\.id) == [m1.id])
         #expect(try members.query { Member.handle == "three" }.build().count() == 1)

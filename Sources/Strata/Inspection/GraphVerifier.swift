@@ -24,7 +24,8 @@ public struct GraphVerification: Sendable {
 }
 
 extension Store {
-    /// Checks the object graph against its invariants, from one consistent snapshot: every
+    /// Checks the object graph against its invariants, from one consistent snapshot (inside a
+    /// write transaction, as the transaction sees it, its own writes included): every
     /// object decodes; object counts match; every `ToOne` points at a live object or nothing and
     /// has its backlink entry; every edge has both of its ends and its reverse entry; every
     /// embedded object has exactly one owner; every index entry matches its object's value and
@@ -39,7 +40,7 @@ extension Store {
         try checkOpen()
         do {
             return try runInReadOnlyTransaction {
-                var v = GraphVerifier(store: self, snapshot: TransactionContext.current(for: self)?.snapshot)
+                var v = GraphVerifier(store: self, transaction: TransactionContext.current(for: self))
                 try v.run()
                 return v.report
             }
@@ -52,7 +53,9 @@ extension Store {
 /// The walk behind ``Store/verifyGraph()``.
 struct GraphVerifier {
     let store: Store
-    let snapshot: Snapshot?
+    /// The transaction whose view is checked: a read transaction's snapshot, or a write
+    /// transaction's own writes over the latest state.
+    let transaction: Transaction?
     var report = GraphVerification()
     private let records: [UInt32: EntityRecord]
     private let recordsByName: [String: EntityRecord]
@@ -67,9 +70,9 @@ struct GraphVerifier {
     /// Owners seen per embedded object (entity id, object id).
     private var owners: [ObjectKey: Int] = [:]
 
-    init(store: Store, snapshot: Snapshot?) {
+    init(store: Store, transaction: Transaction?) {
         self.store = store
-        self.snapshot = snapshot
+        self.transaction = transaction
         let all = store.catalogRecords()
         records = Dictionary(uniqueKeysWithValues: all.map { ($0.entityId, $0) })
         recordsByName = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
@@ -125,7 +128,7 @@ struct GraphVerifier {
     private mutating func scanObjects() throws {
         let decoders = records.mapValues { StoredObjectDecoder($0) }
         let indexes = records.compactMapValues { EntityIndexes($0) }
-        let it = try store.engine.makeIterator(in: store.objects, snapshot: snapshot)
+        guard let it = try store.makeIterator(.objects, in: transaction) else { return }
         try it.seekToFirst()
         while it.isValid {
             report.objects += 1
@@ -165,7 +168,8 @@ struct GraphVerifier {
 
     private mutating func checkCounts() throws {
         for record in records.values.sorted(by: { $0.entityId < $1.entityId }) {
-            let stored = try store.storedCount(entityId: record.entityId, in: TransactionContext.current(for: store))
+            let stored = UInt64(Int64(try store.storedCount(entityId: record.entityId, in: transaction))
+                                + (transaction?.overlay?.countDeltas[record.entityId] ?? 0))
             let actual = UInt64(ids[record.entityId]?.count ?? 0)
             if stored != actual && store.countsMaintained {
                 problem(record.name, 0, "the catalog counts \(stored) objects, \(actual) are stored")
@@ -175,10 +179,9 @@ struct GraphVerifier {
 
     /// Every edge: well-formed, of a live relation, both ends stored, its mirror present.
     private mutating func scanEdges() throws {
-        guard let edges = store.edges else { return }
+        guard let it = try store.makeIterator(.edges, in: transaction) else { return }
         var expectedToMany = Set<EdgeKey>()
         var stale = Set<String>()
-        let it = try store.engine.makeIterator(in: edges, snapshot: snapshot)
         try it.seekToFirst()
         while it.isValid {
             report.edges += 1
@@ -237,8 +240,7 @@ struct GraphVerifier {
 
     /// Every index entry belongs to an object with that value; every indexed object has its entry.
     private mutating func scanIndexes() throws {
-        if let indexSpace = store.indexSpace {
-            let it = try store.engine.makeIterator(in: indexSpace, snapshot: snapshot)
+        if let it = try store.makeIterator(.indexes, in: transaction) {
             try it.seekToFirst()
             while it.isValid {
                 report.indexEntries += 1

@@ -153,47 +153,28 @@ extension Store {
     // MARK: the merge
 
     /// Visits, in key order, the entries of `lower..<upper` (nil: no upper bound) as the overlay
-    /// `space` shows them over the engine iterator `it` (bounded to the same range): an overlay
-    /// value replaces the engine's, an overlay removal hides it. Stops when `body` returns
-    /// false. `body` must not write.
+    /// `space` shows them over the engine iterator `it` (bounded to the same range), until
+    /// `body` returns false. `body` must not write.
     static func merge(_ space: OverlaySpace?, over it: EngineIterator, lower: [UInt8]?, upper: [UInt8]?,
                       _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
-        try it.seekToFirst()
-        guard let space, !space.isEmpty else {
-            while it.isValid {
-                guard try body(it.key, it.value) else { return }
-                try it.next()
-            }
-            return
+        let merged = TransactionIterator(space: space, over: it, lower: lower, upper: upper)
+        try merged.seekToFirst()
+        while merged.isValid {
+            guard try body(merged.key, merged.value) else { return }
+            try merged.next()
         }
-        var node = lower.map { l in l.withUnsafeBytes { space.seek($0) } } ?? space.first()
-        func inRange(_ n: Int32) -> Bool {
-            guard n >= 0 else { return false }
-            guard let upper else { return true }
-            let k = space.key(of: n)
-            return upper.withUnsafeBytes { u in compareBytes(k, u) < 0 }
+    }
+
+    /// An iterator over a whole key space as `t` sees it.
+    func makeIterator(_ space: WriteOverlay.Space, in t: Transaction?) throws -> TransactionIterator? {
+        let keySpace: KeySpace?
+        switch space {
+        case .objects: keySpace = objects
+        case .edges: keySpace = edges
+        case .indexes: keySpace = indexSpace
         }
-        while true {
-            while node >= 0 && space.state(of: node) == .absent { node = space.successor(node) }
-            guard inRange(node) else {
-                while it.isValid {
-                    guard try body(it.key, it.value) else { return }
-                    try it.next()
-                }
-                return
-            }
-            let order = it.isValid ? compareBytes(it.key, space.key(of: node)) : 1
-            if order < 0 {
-                guard try body(it.key, it.value) else { return }
-                try it.next()
-                continue
-            }
-            // The overlay's entry replaces the engine's one at the same key.
-            if order == 0 { try it.next() }
-            if space.state(of: node) == .value {
-                guard try body(space.key(of: node), space.value(of: node)) else { return }
-            }
-            node = space.successor(node)
-        }
+        guard let keySpace else { return nil }
+        let it = try engine.makeIterator(in: keySpace, snapshot: t?.snapshot)
+        return TransactionIterator(space: t?.overlay?.space(space), over: it, lower: nil, upper: nil)
     }
 }
