@@ -178,7 +178,15 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     /// attachment does not change, or when `apply` will log the whole state.
     func logAttachment(in t: Transaction) {
         if hasChanges { return }
-        if case .unattached = role {} else if self.store != nil, ownerId != 0 { return }
+        if case .unattached = role {
+            // A new owner's empty relation: detaching it is all a rollback needs.
+            if store == nil && items.isEmpty && !baselineKnown {
+                t.logUndo(.relation(self))
+                return
+            }
+        } else if self.store != nil, ownerId != 0 {
+            return
+        }
         t.logUndo(.restore(savedState()))
     }
 
@@ -306,6 +314,20 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
         baseline = elements.map { $0.id }
         baselineKnown = true
         isLoaded = true
+        hasChanges = false
+    }
+}
+
+extension ToMany: RelationPutUndo {
+    /// Undoes a put's attachment of a new owner's empty relation.
+    func undoPut() {
+        role = .unattached
+        store = nil
+        ownerId = 0
+        items = []
+        isLoaded = true
+        baseline = []
+        baselineKnown = false
         hasChanges = false
     }
 }

@@ -159,7 +159,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     func settle(in t: Transaction) {
         guard isAssigned else { return }
         isAssigned = false
-        t.logUndo(.unsettle(self))
+        t.logUndo(.relation(self))
     }
 
     /// The target was removed since this relation was read (a stale copy): the relation reads
@@ -187,6 +187,6 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     }
 }
 
-extension ToOne: SettledRelation {
-    func unsettle() { isAssigned = true }
+extension ToOne: RelationPutUndo {
+    func undoPut() { isAssigned = true }
 }

@@ -1,3 +1,4 @@
+import StrataStorage
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -114,28 +115,6 @@ final class OverlaySpace {
 
     var isEmpty: Bool { liveCount == 0 }
 
-    // MARK: hashing
-
-    @inline(__always)
-    static func hash(_ key: UnsafeRawBufferPointer) -> UInt64 {
-        var h: UInt64 = 0xCBF2_9CE4_8422_2325 ^ UInt64(key.count)
-        var i = 0
-        while i + 8 <= key.count {
-            h = (h ^ key.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0x9FB2_1C65_1E98_DF25
-            h ^= h >> 29
-            i += 8
-        }
-        var tail: UInt64 = 0
-        var shift: UInt64 = 0
-        while i < key.count {
-            tail |= UInt64(key[i]) << shift
-            shift += 8
-            i += 1
-        }
-        h = (h ^ tail) &* 0x9FB2_1C65_1E98_DF25
-        return h ^ (h >> 32)
-    }
-
     // MARK: node access
 
     @inline(__always)
@@ -171,7 +150,7 @@ final class OverlaySpace {
 
     /// The node of `key`, if the transaction ever wrote it.
     func find(_ key: UnsafeRawBufferPointer) -> Int32? {
-        find(key, hash: Self.hash(key))
+        find(key, hash: BloomFilter.hash(key))
     }
 
     @inline(__always)
@@ -229,7 +208,7 @@ final class OverlaySpace {
     /// new to the overlay. Returns the node and what the write replaced.
     @discardableResult
     func write(_ key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer?, committedPresent: Bool) -> (node: Int32, undo: Undo) {
-        let hash = Self.hash(key)
+        let hash = BloomFilter.hash(key)
         let node = find(key, hash: hash) ?? insert(key, hash: hash, committedPresent: committedPresent)
         let old = nodes[Int(node)]
         let undo = Undo(node: node, state: old.state, valueStart: old.valueStart, valueCount: old.valueCount)
@@ -257,18 +236,24 @@ final class OverlaySpace {
 
     private func appendValue(_ value: UnsafeRawBufferPointer) -> Int {
         let start = valueBytes
-        if valueBytes + value.count > valueCapacity {
-            var capacity = valueCapacity * 2
-            while capacity < valueBytes + value.count { capacity *= 2 }
-            let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
-            grown.copyMemory(from: values, byteCount: valueBytes)
-            values.deallocate()
-            values = grown
-            valueCapacity = capacity
-        }
-        if value.count > 0 { (values + valueBytes).copyMemory(from: value.baseAddress!, byteCount: value.count) }
-        valueBytes += value.count
+        Self.append(value, to: &values, capacity: &valueCapacity, used: &valueBytes)
         return start
+    }
+
+    /// Appends `bytes` to a hand-managed byte buffer, doubling it as needed.
+    private static func append(_ bytes: UnsafeRawBufferPointer, to buffer: inout UnsafeMutableRawPointer, capacity: inout Int,
+                               used: inout Int) {
+        if used + bytes.count > capacity {
+            var grown = capacity * 2
+            while grown < used + bytes.count { grown *= 2 }
+            let moved = UnsafeMutableRawPointer.allocate(byteCount: grown, alignment: 8)
+            moved.copyMemory(from: buffer, byteCount: used)
+            buffer.deallocate()
+            buffer = moved
+            capacity = grown
+        }
+        if bytes.count > 0 { (buffer + used).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+        used += bytes.count
     }
 
     private func randomHeight() -> Int {
@@ -301,24 +286,15 @@ final class OverlaySpace {
             links = grown
             linkCapacity *= 2
         }
-        if keyBytes + key.count > keyCapacity {
-            var capacity = keyCapacity * 2
-            while capacity < keyBytes + key.count { capacity *= 2 }
-            let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
-            grown.copyMemory(from: keys, byteCount: keyBytes)
-            keys.deallocate()
-            keys = grown
-            keyCapacity = capacity
-        }
-        if key.count > 0 { (keys + keyBytes).copyMemory(from: key.baseAddress!, byteCount: key.count) }
+        let keyStart = keyBytes
+        Self.append(key, to: &keys, capacity: &keyCapacity, used: &keyBytes)
         let node = Int32(nodeCount)
-        (nodes + nodeCount).initialize(to: Node(keyStart: keyBytes, keyCount: Int32(key.count), height: Int32(h), valueStart: 0,
+        (nodes + nodeCount).initialize(to: Node(keyStart: keyStart, keyCount: Int32(key.count), height: Int32(h), valueStart: 0,
                                                 valueCount: 0, hash: hash, linkBase: Int32(linkCount), state: .absent,
                                                 committedPresent: committedPresent))
         (links + linkCount).initialize(repeating: -1, count: h)
         nodeCount += 1
         linkCount += h
-        keyBytes += key.count
 
         // Link it: past the largest key without a search, elsewhere by descending the levels.
         if h > height { height = h }

@@ -15,8 +15,10 @@ final class Transaction {
     enum Undo {
         /// A class object given an id by this transaction: back to 0.
         case assignedId(any Entity)
-        /// A `ToOne` whose assignment a put settled: it is the user's again.
-        case unsettle(any SettledRelation)
+        /// A relation proxy a put changed in a way it can undo by itself (a `ToOne` whose
+        /// assignment it settled, a new owner's `ToMany` it attached): no closure to allocate
+        /// on the bulk-insert path.
+        case relation(any RelationPutUndo)
         /// Anything else (a `ToMany`'s applied changes, a relation a put cleared): restores it.
         case restore(() -> Void)
     }
@@ -82,8 +84,8 @@ final class Transaction {
             case let .assignedId(object):
                 var entity = object
                 entity.id = 0
-            case let .unsettle(relation):
-                relation.unsettle()
+            case let .relation(relation):
+                relation.undoPut()
             case let .restore(action):
                 action()
             }
@@ -123,8 +125,9 @@ final class Transaction {
     }
 }
 
-/// A relation proxy whose assignment a put settled (made the saved state); a rollback makes it
-/// the user's unsaved assignment again.
-protocol SettledRelation: AnyObject {
-    func unsettle()
+/// A relation proxy that can undo what a put did to it: a `ToOne` whose assignment the put
+/// stored becomes the user's unsaved assignment again; a `ToMany` the put attached to its new
+/// owner is detached.
+protocol RelationPutUndo: AnyObject {
+    func undoPut()
 }

@@ -3,10 +3,12 @@
 /// about 1% of absent keys get a false "maybe".
 ///
 /// Encoding: bit array (bit i in byte i/8, mask 1 << (i % 8)) | k (1 byte).
-enum BloomFilter {
+///
+/// Its key hash is public: the object layer's write overlay hashes keys with it too.
+public enum BloomFilter {
     /// 64-bit hash of a user key; stable across versions because it reaches disk.
-    @inline(__always)
-    static func hash(_ key: UnsafeRawBufferPointer) -> UInt64 {
+    @inlinable @inline(__always)
+    public static func hash(_ key: UnsafeRawBufferPointer) -> UInt64 {
         var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(key.count)
         var i = 0
         while i + 8 <= key.count {
