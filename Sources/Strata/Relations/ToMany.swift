@@ -288,7 +288,8 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
             }
             let kept = then.subtracting(removed).union(added)
             result = items.map { $0.id }.filter { kept.contains($0) }
-            extra = current.filter { !base.contains($0) && !kept.isDisjoint(with: [$0]) && !result.contains($0) }
+            let mine = Set(result)
+            extra = current.filter { !base.contains($0) && kept.contains($0) && !mine.contains($0) }
             result += extra
         }
         // The elements follow the ids: those that left the relation meanwhile go, those others
