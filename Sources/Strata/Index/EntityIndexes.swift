@@ -49,38 +49,61 @@ final class EntityIndexes: Sendable {
 
     /// The encoded value of each indexed property of a stored object, in `properties` order.
     func values(of bytes: UnsafeRawBufferPointer) throws -> [[UInt8]] {
-        var out = properties.map { _ in [UInt8]() }
-        var seen = [Bool](repeating: false, count: properties.count)
+        var values = IndexValues()
+        try read(bytes, into: &values)
+        return properties.indices.map { values.array($0) }
+    }
+
+    /// Sets `values` to the encoded value of each indexed property of a stored object: no
+    /// allocation once `values` has grown to the entity's size.
+    func read(_ bytes: UnsafeRawBufferPointer, into values: inout IndexValues) throws {
+        values.reset(count: properties.count)
         try fieldMap.withUnsafeBufferPointer { map in
             var reader = try ObjectReader(bytes: bytes, fieldMap: map)
             while let i = try reader.nextField() {
-                IndexKey.encode(try FieldView.read(properties[i].type, from: &reader), into: &out[i])
-                seen[i] = true
+                let field = try FieldView.read(properties[i].type, from: &reader)
+                values.set(i) { IndexKey.encode(field, into: &$0) }
             }
         }
-        for i in properties.indices where !seen[i] { out[i] = properties[i].defaultValue }
-        return out
+        for i in properties.indices where !values.isSet(i) {
+            values.set(i) { $0.append(contentsOf: properties[i].defaultValue) }
+        }
     }
 
     /// The full index key of `value` (an encoding) for the object `id`.
     func key(_ position: Int, value: [UInt8], id: Id) -> [UInt8] {
-        var k = properties[position].header
-        k.append(contentsOf: value)
-        if !properties[position].keyedByValue { IndexKey.appendBigEndian(id, to: &k) }
+        var k: [UInt8] = []
+        value.withUnsafeBytes { setKey(&k, position, value: $0, id: id) }
         return k
+    }
+
+    /// Sets `key` to the full index key of `value` for the object `id`, reusing its storage.
+    func setKey(_ key: inout [UInt8], _ position: Int, value: UnsafeRawBufferPointer, id: Id) {
+        key.removeAll(keepingCapacity: true)
+        key.append(contentsOf: properties[position].header)
+        key.append(contentsOf: value)
+        if !properties[position].keyedByValue { IndexKey.appendBigEndian(id, to: &key) }
     }
 
     /// The value stored with the entry of object `id`: the id for an index keyed by value.
     func entryValue(_ position: Int, id: Id) -> [UInt8] {
-        guard properties[position].keyedByValue else { return [] }
-        var v: [UInt8] = []
-        IndexKey.appendBigEndian(id, to: &v)
-        return v
+        withEntryValue(position, id: id) { Array($0) }
+    }
+
+    /// Calls `body` with the value stored with the entry of object `id`, without allocating.
+    @inline(__always)
+    func withEntryValue<R>(_ position: Int, id: Id, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        guard properties[position].keyedByValue else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try withUnsafeBytes(of: id.bigEndian) { try body($0) }
     }
 
     /// Throws when an index key for `value` would exceed the engine's key limit.
     func checkSize(_ position: Int, value: [UInt8]) throws(StrataError) {
-        let size = IndexKey.headerBytes + value.count + (properties[position].keyedByValue ? 0 : IndexKey.idBytes)
+        try checkSize(position, valueBytes: value.count)
+    }
+
+    func checkSize(_ position: Int, valueBytes: Int) throws(StrataError) {
+        let size = IndexKey.headerBytes + valueBytes + (properties[position].keyedByValue ? 0 : IndexKey.idBytes)
         guard size <= StorageLimits.maxKeyBytes else {
             throw .indexValueTooLarge(entity: entityName, property: properties[position].name, size: size,
                                       limit: StorageLimits.maxKeyBytes)

@@ -8,11 +8,18 @@ import StrataStorage
 extension Transaction {
     /// Replaces object `id`'s entries for `old` values (nil: it had none, a new object) by those
     /// for `new` (nil: it has none, a removal). Only the properties whose value changed move.
-    func updateIndexEntries(_ ix: EntityIndexes, id: Id, old: [[UInt8]]?, new: [[UInt8]]?) throws(StrataError) {
+    func updateIndexEntries(_ ix: EntityIndexes, id: Id, old: IndexValues?, new: IndexValues?) throws(StrataError) {
         guard let overlay else { throw .readOnly }
-        for i in ix.properties.indices where old?[i] != new?[i] {
-            if let v = old?[i] { overlay.write(.indexes, key: ix.key(i, value: v, id: id), value: nil) }
-            if let v = new?[i] { overlay.write(.indexes, key: ix.key(i, value: v, id: id), value: ix.entryValue(i, id: id)) }
+        for i in ix.properties.indices {
+            if let old, let new, old.valueEquals(i, new) { continue }
+            if let old {
+                old.withValue(i) { ix.setKey(&keyScratch, i, value: $0, id: id) }
+                keyScratch.withUnsafeBytes { overlay.write(.indexes, key: $0, value: nil) }
+            }
+            if let new {
+                new.withValue(i) { ix.setKey(&keyScratch, i, value: $0, id: id) }
+                keyScratch.withUnsafeBytes { k in ix.withEntryValue(i, id: id) { overlay.write(.indexes, key: k, value: $0) } }
+            }
         }
     }
 
@@ -20,34 +27,48 @@ extension Transaction {
     /// too large to index, or a `@Unique` value another object holds as this transaction sees
     /// the store. `old`: the values the object held (nil for a new object); an unchanged unique
     /// value needs no check.
-    func checkIndexedValues(_ values: [[UInt8]], old: [[UInt8]]?, id: Id, indexes ix: EntityIndexes) throws(StrataError) {
-        for (i, p) in ix.properties.enumerated() {
-            try ix.checkSize(i, value: values[i])
-            guard p.isUnique, old?[i] != values[i] else { continue }
-            for holder in try store.indexedIds(ofValue: p.header + values[i], keyedByValue: p.keyedByValue, in: self) where holder != id {
-                throw .uniqueViolation(entity: ix.entityName, property: p.name, value: IndexValueText.describe(values[i], type: p.type),
-                                       existing: holder)
+    func checkIndexedValues(_ values: IndexValues, old: IndexValues?, id: Id, indexes ix: EntityIndexes) throws(StrataError) {
+        for i in ix.properties.indices {
+            try ix.checkSize(i, valueBytes: values.size(i))
+            guard ix.properties[i].isUnique else { continue }
+            if let old, old.valueEquals(i, values) { continue }
+            let holder: Id?
+            if ix.properties[i].keyedByValue {
+                values.withValue(i) { ix.setKey(&keyScratch, i, value: $0, id: id) }
+                do { holder = try keyScratch.withUnsafeBytes { try store.indexHolder(ofKey: $0, in: self) } } catch { throw StrataError(error) }
+            } else {
+                var entry = ix.properties[i].header
+                values.withValue(i) { entry.append(contentsOf: $0) }
+                holder = try store.indexedIds(ofValue: entry, keyedByValue: false, in: self).first { $0 != id }
+            }
+            if let holder, holder != id {
+                let p = ix.properties[i]
+                throw .uniqueViolation(entity: ix.entityName, property: p.name,
+                                       value: IndexValueText.describe(values.array(i), type: p.type), existing: holder)
             }
         }
     }
-}
 
-extension EntityIndexes {
-    /// ``values(of:)`` with decoding failures named after the object.
-    func values(of bytes: UnsafeRawBufferPointer, id: Id) throws(StrataError) -> [[UInt8]] {
-        do { return try values(of: bytes) } catch let failure as CodecFailure {
-            throw .corruptObject(entity: entityName, id: id, reason: failure.reason)
+    /// ``EntityIndexes/read(_:into:)`` of the object `id`'s bytes into a buffer from the
+    /// transaction's pool (give it back with ``recycle(_:)``), decoding failures named after
+    /// the object.
+    func indexValues(of bytes: UnsafeRawBufferPointer, id: Id, indexes ix: EntityIndexes) throws(StrataError) -> IndexValues {
+        var values = indexValuePool.popLast() ?? IndexValues()
+        do { try ix.read(bytes, into: &values) } catch let failure as CodecFailure {
+            throw .corruptObject(entity: ix.entityName, id: id, reason: failure.reason)
         } catch {
-            throw .corruptObject(entity: entityName, id: id, reason: "\(error)")
+            throw .corruptObject(entity: ix.entityName, id: id, reason: "\(error)")
         }
+        return values
     }
 
-    /// ``values(of:id:)`` of an object's bytes held in an array.
-    func values(of bytes: [UInt8], id: Id) throws(StrataError) -> [[UInt8]] {
-        do { return try bytes.withUnsafeBytes { raw in try values(of: raw, id: id) } } catch let e as StrataError {
-            throw e
-        } catch {
-            throw StrataError(error)
-        }
+    /// ``indexValues(of:id:indexes:)`` of bytes held in an array.
+    func indexValues(of bytes: [UInt8], id: Id, indexes ix: EntityIndexes) throws(StrataError) -> IndexValues {
+        do { return try bytes.withUnsafeBytes { try indexValues(of: $0, id: id, indexes: ix) } } catch { throw StrataError(error) }
+    }
+
+    /// Returns a buffer of ``indexValues(of:id:indexes:)`` to the pool.
+    func recycle(_ values: consuming IndexValues?) {
+        if let values, indexValuePool.count < 8 { indexValuePool.append(values) }
     }
 }

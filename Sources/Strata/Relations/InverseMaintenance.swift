@@ -82,7 +82,8 @@ enum InverseMaintenance {
     private static func deleteObject(_ key: ObjectKey, oldBytes: [UInt8], entityName: String, indexes: EntityIndexes? = nil,
                                      in t: Transaction) throws(StrataError) {
         if let ix = indexes ?? t.store.indexes(entityId: key.entityId) {
-            let old = try ix.values(of: oldBytes, id: key.id)
+            let old = try t.indexValues(of: oldBytes, id: key.id, indexes: ix)
+            defer { t.recycle(old) }
             try t.updateIndexEntries(ix, id: key.id, old: old, new: nil)
         }
         // The caller has just read the object, so it exists as the transaction sees it.

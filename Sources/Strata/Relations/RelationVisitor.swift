@@ -77,7 +77,8 @@ public struct RelationVisitor {
         case .afterWrite, .attach:
             if case .afterWrite = phase, let t = transaction { relation.logAttachment(in: t) }
             relation.attachStandalone(store: store, entityId: binding.entityId, propertyId: binding.propertyIds[field], ownerId: ownerId)
-            if case .afterWrite = phase, let t = transaction { try relation.apply(in: t, store: store) }
+            // Checked here: entering the generic `apply` costs runtime metadata lookups.
+            if case .afterWrite = phase, relation.hasChanges, let t = transaction { try relation.apply(in: t, store: store) }
         }
     }
 
@@ -89,7 +90,7 @@ public struct RelationVisitor {
         case .afterWrite, .attach:
             if case .afterWrite = phase, let t = transaction { relation.logAttachment(in: t) }
             relation.attachBacklink(store: store, owner: binding, index: backlink, ownerId: ownerId)
-            if case .afterWrite = phase, let t = transaction { try relation.apply(in: t, store: store) }
+            if case .afterWrite = phase, relation.hasChanges, let t = transaction { try relation.apply(in: t, store: store) }
         }
     }
 

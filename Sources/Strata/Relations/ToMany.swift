@@ -179,8 +179,9 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     func logAttachment(in t: Transaction) {
         if hasChanges { return }
         if case .unattached = role {
-            // A new owner's empty relation: detaching it is all a rollback needs.
-            if store == nil && items.isEmpty && !baselineKnown {
+            // A new owner's empty relation (unattached and unchanged, it holds no items):
+            // detaching it is all a rollback needs.
+            if store == nil && !baselineKnown {
                 t.logUndo(.relation(self))
                 return
             }

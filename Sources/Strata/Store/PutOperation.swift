@@ -16,7 +16,8 @@ struct PutOperation<T: Entity> {
     private struct OldState {
         var stored = false
         var toOneTargets: [UInt32: Id] = [:]
-        var indexValues: [[UInt8]]?
+        /// From the transaction's pool: recycled when the put ends.
+        var indexValues: IndexValues?
     }
 
     func run(_ object: inout T, mode: PutMode) throws(StrataError) -> Id {
@@ -47,6 +48,7 @@ struct PutOperation<T: Entity> {
                 }
             }
         }
+        defer { t.recycle(old.indexValues) }
         do {
             return try write(&object, id: id, old: old)
         } catch {
@@ -59,8 +61,10 @@ struct PutOperation<T: Entity> {
     private func write(_ object: inout T, id: Id, old: OldState) throws(StrataError) -> Id {
         let b = binding, t = transaction
         let key = ObjectKey(entityId: b.entityId, id: id)
-        if b.hasRelations {
-            // In progress only while its new targets are put: after this the object is written.
+        if !b.toOnePropertyIds.isEmpty {
+            // Only to-ones act before the write (their new targets are put first, so that the
+            // bytes name their ids). In progress only while those are put: after this the
+            // object is written.
             t.putsInProgress.append(key)
             defer { t.putsInProgress.removeLast() }
             try visitRelations(of: &object, phase: .beforeWrite, id: id)
@@ -73,7 +77,8 @@ struct PutOperation<T: Entity> {
         if let ix = b.indexes {
             // Relations, which the visit above may have changed, are never indexed: the values
             // are those of the bytes written.
-            let values = try ix.values(of: t.scratch, id: id)
+            let values = try t.indexValues(of: t.scratch, id: id, indexes: ix)
+            defer { t.recycle(values) }
             try t.checkIndexedValues(values, old: old.indexValues, id: id, indexes: ix)
             try t.updateIndexEntries(ix, id: id, old: old.indexValues, new: values)
         }
@@ -94,7 +99,7 @@ struct PutOperation<T: Entity> {
                 if !b.toOnePropertyIds.isEmpty {
                     old.toOneTargets = try ObjectBytes.toOneTargets(in: bytes, propertyIds: b.toOnePropertyIds)
                 }
-                if let ix = b.indexes { old.indexValues = try ix.values(of: bytes, id: id) }
+                if let ix = b.indexes { old.indexValues = try transaction.indexValues(of: bytes, id: id, indexes: ix) }
             }
         } catch let e as StrataError {
             throw e

@@ -40,12 +40,19 @@ final class Transaction {
     /// Encoding buffer, reused for every object of the transaction. A transaction belongs to one
     /// thread (the one running its closure), so its hot state skips the exclusivity checks.
     @exclusivity(unchecked) var scratch: [UInt8] = []
+    /// Index key buffer, reused for every index entry the transaction writes or checks.
+    @exclusivity(unchecked) var keyScratch: [UInt8] = []
+    /// Buffers of index values, reused by the puts and removals of the transaction (a put may
+    /// put others, so it takes one from the pool instead of sharing one).
+    @exclusivity(unchecked) var indexValuePool: [IndexValues] = []
     /// Objects whose put has begun and not ended: a cycle of new objects (A → B → A) refers to
     /// them before they are written.
     @exclusivity(unchecked) var putsInProgress: [ObjectKey] = []
     /// Entities whose id counter moved; their counters are written with the commit. Not undone
     /// by a rollback: ids are never reused, and a counter ahead of the stored objects is harmless.
     private var advancedCounters: [UInt32: EntityBinding] = [:]
+    /// The entity whose counter moved last: a bulk put advances one entity's, object after object.
+    private var lastAdvanced: EntityBinding?
     @exclusivity(unchecked) private var undoLog: [Undo] = []
 
     init(store: Store, kind: Kind, snapshot: Snapshot?) {
@@ -58,6 +65,8 @@ final class Transaction {
     var isWrite: Bool { kind == .write }
 
     func counterAdvanced(_ binding: EntityBinding) {
+        if lastAdvanced === binding { return }
+        lastAdvanced = binding
         advancedCounters[binding.entityId] = binding
     }
 
@@ -106,7 +115,7 @@ final class Transaction {
         var batch = WriteBatch()
         overlay.encode(into: &batch, objects: store.objects, edges: store.edges, indexes: store.indexSpace)
         // Writers are serialised, so the latest count plus this transaction's delta is exact.
-        for (entityId, delta) in overlay.countDeltas where delta != 0 {
+        for (entityId, delta) in overlay.countDeltas.entries where delta != 0 {
             let now = Int64(try store.storedCount(entityId: entityId, in: nil)) + delta
             guard now >= 0 else { throw StrataError.corruptCatalog(reason: "object count of entity \(entityId) would be \(now)") }
             batch.put(MetaKey.count.key(entity: entityId), withUnsafeBytes(of: UInt64(now).littleEndian) { Array($0) }, in: store.meta)

@@ -100,35 +100,44 @@ extension Store {
     /// scan of the keys it begins, skipping the segments whose filter rules the value out.
     func indexedIds(ofValue entry: [UInt8], keyedByValue: Bool, in t: Transaction?) throws(StrataError) -> [Id] {
         guard let indexSpace else { return [] }
+        if keyedByValue {
+            do { return try entry.withUnsafeBytes { try indexHolder(ofKey: $0, in: t) }.map { [$0] } ?? [] } catch { throw StrataError(error) }
+        }
         var ids: [Id] = []
         do {
-            if keyedByValue {
-                try entry.withUnsafeBytes { k in
-                    if let overlay = t?.overlay {
-                        switch overlay.indexes.lookup(k) {
-                        case .removed: return
-                        case let .value(v):
-                            ids.append(try IndexKey.id(key: k, value: v, keyedByValue: true))
-                            return
-                        case .absent: break
-                        }
-                    }
-                    _ = try engine.visitValue(forKey: k, in: indexSpace, snapshot: t?.snapshot) { v in
-                        ids.append(try IndexKey.id(key: k, value: v, keyedByValue: true))
-                    }
-                }
-            } else {
-                let it = try engine.makeIterator(in: indexSpace, prefix: entry, suffixBytes: IndexKey.idBytes, snapshot: t?.snapshot)
-                try Self.merge(t?.overlay?.indexes, over: it, lower: entry, upper: Engine.prefixSuccessor(entry)) { k, v in
-                    ids.append(try IndexKey.id(key: k, value: v, keyedByValue: false))
-                    return true
-                }
+            let it = try engine.makeIterator(in: indexSpace, prefix: entry, suffixBytes: IndexKey.idBytes, snapshot: t?.snapshot)
+            try Self.merge(t?.overlay?.indexes, over: it, lower: entry, upper: Engine.prefixSuccessor(entry)) { k, v in
+                ids.append(try IndexKey.id(key: k, value: v, keyedByValue: false))
+                return true
             }
         } catch {
             throw StrataError(error)
         }
         counters.indexEntriesRead.add(UInt64(ids.count), ordering: .relaxed)
         return ids
+    }
+
+    /// The object id of the entry at `key` of a unique index keyed by value, as `t` sees it:
+    /// one point read, no allocation.
+    func indexHolder(ofKey key: UnsafeRawBufferPointer, in t: Transaction?) throws(StrataError) -> Id? {
+        guard let indexSpace else { return nil }
+        if let overlay = t?.overlay {
+            switch overlay.indexes.lookup(key) {
+            case .removed: return nil
+            case let .value(v): return try IndexKey.id(key: key, value: v, keyedByValue: true)
+            case .absent: break
+            }
+        }
+        var id: Id?
+        do {
+            _ = try engine.visitValue(forKey: key, in: indexSpace, snapshot: t?.snapshot) { v in
+                id = try IndexKey.id(key: key, value: v, keyedByValue: true)
+            }
+        } catch {
+            throw StrataError(error)
+        }
+        if id != nil { counters.indexEntriesRead.add(1, ordering: .relaxed) }
+        return id
     }
 
     /// The object ids of the index entries with keys in `lower..<upper` as `t` sees them, in

@@ -20,8 +20,8 @@ final class WriteOverlay {
     /// Net objects added (positive) or removed per entity, as the overlay's states stand:
     /// derived from each object write's visibility before and after, so a rollback moves
     /// them back with the states.
-    private(set) var countDeltas: [UInt32: Int64] = [:]
-    private var undoLog: [(space: Space, undo: OverlaySpace.Undo)] = []
+    @exclusivity(unchecked) private(set) var countDeltas = CountDeltas()
+    @exclusivity(unchecked) private var undoLog: [(space: Space, undo: OverlaySpace.Undo)] = []
 
     var isEmpty: Bool { objects.isEmpty && edges.isEmpty && indexes.isEmpty }
 
@@ -68,17 +68,41 @@ final class WriteOverlay {
         guard delta != 0 else { return }
         let key = objects.key(of: node)
         let entityId = ObjectKey.entityId(fromKey: key)
-        countDeltas[entityId, default: 0] += Int64(delta)
+        countDeltas.add(Int64(delta), to: entityId)
+    }
+
+    /// Net objects added per entity. A transaction touches few entities, and a bulk put writes
+    /// one entity over and over: a short list, searched from the last one hit, costs less than
+    /// hashing the entity id on every object write.
+    struct CountDeltas {
+        private(set) var entries: [(entityId: UInt32, delta: Int64)] = []
+        private var last = 0
+
+        subscript(entityId: UInt32) -> Int64? {
+            entries.first { $0.entityId == entityId }?.delta
+        }
+
+        mutating func add(_ delta: Int64, to entityId: UInt32) {
+            if last < entries.count && entries[last].entityId == entityId {
+                entries[last].delta += delta
+            } else if let i = entries.firstIndex(where: { $0.entityId == entityId }) {
+                entries[i].delta += delta
+                last = i
+            } else {
+                entries.append((entityId, delta))
+                last = entries.count - 1
+            }
+        }
     }
 
     /// Writes an object (`value` nil: removes it). `committedPresent`: whether the engine holds
     /// it, used only the first time the transaction writes the key (the caller has just read it).
     func writeObject(_ key: ObjectKey, value: UnsafeRawBufferPointer?, committedPresent: Bool) {
         key.withBytes { k in
-            let before: Bool
-            if let node = objects.find(k) { before = visible(node) } else { before = committedPresent }
             let (node, undo) = objects.write(k, value: value, committedPresent: committedPresent)
             undoLog.append((.objects, undo))
+            // Visible before: what the write replaced, or the engine's state for a new node.
+            let before = undo.state == .value || (undo.state == .absent && objects.committedPresent(of: node))
             adjustCount(ofNode: node, by: (value != nil ? 1 : 0) - (before ? 1 : 0))
         }
     }
@@ -126,23 +150,35 @@ final class WriteOverlay {
     /// What the overlay changes, for the commit's observers.
     func changeSet() -> ChangeSet {
         var changes = ChangeSet()
+        // Keys come in order, so each entity's ids come together: gathered in `current`, then
+        // stored once, instead of a dictionary update per object.
+        var currentEntity: UInt32?
+        var current = ChangeSet.EntityChanges()
+        func flush() {
+            if let currentEntity, !current.isEmpty { changes.entities[currentEntity] = current }
+        }
         var node = objects.first()
         while node >= 0 {
             let state = objects.state(of: node)
             if state != .absent {
                 let key = objects.key(of: node)
                 let entityId = ObjectKey.entityId(fromKey: key)
+                if entityId != currentEntity {
+                    flush()
+                    currentEntity = entityId
+                    current = ChangeSet.EntityChanges()
+                }
                 let id = ObjectKey.id(fromKey: key)
-                let was = objects.committedPresent(of: node)
-                switch (was, state == .value) {
-                case (false, true): changes.entities[entityId, default: .init()].inserted.append(id)
-                case (true, true): changes.entities[entityId, default: .init()].updated.append(id)
-                case (true, false): changes.entities[entityId, default: .init()].removed.append(id)
+                switch (objects.committedPresent(of: node), state == .value) {
+                case (false, true): current.inserted.append(id)
+                case (true, true): current.updated.append(id)
+                case (true, false): current.removed.append(id)
                 case (false, false): break
                 }
             }
             node = objects.successor(node)
         }
+        flush()
         node = edges.first()
         while node >= 0 {
             if edges.state(of: node) != .absent, let key = EdgeKey(bytes: edges.key(of: node)) {
