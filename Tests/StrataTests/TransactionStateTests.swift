@@ -276,4 +276,58 @@ final class Member {
         #expect(throws: StrataError.objectNotFound(entity: "Buyer", id: ann.id)) { try purchases.put(loaded) }
         #expect(try store.verifyGraph().problems.isEmpty)
     }
+
+    /// Inside a write transaction, a target found stored is remembered (a bulk put links many
+    /// objects to the same few) and a new object's relations are read from the transaction
+    /// alone; neither shortcut may outlive a removal, a rollback or a failed put in it.
+    @Test func existenceKnownInATransactionFollowsItsRemovalsAndRollbacks() throws {
+        let dir = TemporaryDirectory()
+        let store = try open(dir)
+        let students = store.box(for: Student.self), teachers = store.box(for: Teacher.self)
+        let t = Teacher(name: "T")
+        try teachers.put(t)
+
+        try store.runInTransaction {
+            let s1 = Student(name: "s1")
+            s1.teachers.append(t)
+            try students.put(s1)            // t found stored
+            try teachers.remove(t.id)       // then removed in the same transaction
+            let s2 = Student(name: "s2")
+            s2.teachers.append(t)
+            #expect(throws: StrataError.objectNotFound(entity: "Teacher", id: t.id)) { try students.put(s2) }
+            #expect(try students.get(s1.id)!.teachers.isEmpty)
+        }
+        #expect(try teachers.get(t.id) == nil)
+        #expect(try store.verifyGraph().problems.isEmpty)
+
+        // A teacher put and rolled back is not stored, though its id was given in the
+        // transaction; a new student's list is read from the transaction alone.
+        let t2 = Teacher(name: "T2")
+        try store.runInTransaction {
+            let s3 = Student(name: "s3")
+            try students.put(s3)
+            s3.teachers.append(Teacher(name: "new"))
+            try s3.teachers.applyToDb()
+            let again = try #require(try students.get(s3.id))
+            #expect(again.teachers.map(\.name) == ["new"])
+            let failing = { () throws in
+                try store.runInTransaction {
+                    try teachers.put(t2)
+                    throw StrataError.invalidRelation(reason: "rolled back")
+                }
+            }
+            #expect(throws: StrataError.self) { try failing() }
+            #expect(t2.id == 0)
+            let lost = Teacher(name: "lost")
+            try teachers.put(lost)
+            let lostId = lost.id
+            try teachers.remove(lostId)
+            again.teachers.append(lost)
+            #expect(throws: StrataError.objectNotFound(entity: "Teacher", id: lostId)) { try again.teachers.applyToDb() }
+            again.teachers.reset()
+            #expect(again.teachers.map(\.name) == ["new"])
+        }
+        #expect(try students.query { Student.name == "s3" }.build().findFirst()?.teachers.map(\.name) == ["new"])
+        #expect(try store.verifyGraph().problems.isEmpty)
+    }
 }

@@ -12,7 +12,9 @@ extension Store {
     /// The ordered target ids of a standalone to-many.
     func toManyList(entityId: UInt32, propertyId: UInt32, source: Id, in t: Transaction?) throws(StrataError) -> [Id] {
         let key = EdgeKey(kind: .toManyList, entityId: entityId, propertyId: propertyId, a: source, b: 0)
-        guard let raw = try edgeValue(key, in: t) else { return [] }
+        // The list of a source that got its id in this transaction is in the overlay or nowhere.
+        let isNew = t?.isNewInTransaction(entityId: entityId, id: source) ?? false
+        guard let raw = try edgeValue(key, in: t, engineHoldsNone: isNew) else { return [] }
         return try EdgeList.decode(raw)
     }
 }

@@ -29,8 +29,8 @@ struct PutOperation<T: Entity> {
             guard mode != .update else { throw .invalidId(entity: b.name) }
             guard b.lastId < Id.max else { throw .objectExists(entity: b.name, id: Id.max) }
             id = b.lastId + 1
+            t.counterAdvanced(b, from: b.lastId)
             b.lastId = id
-            t.counterAdvanced(b)
             // The id is given before relations are visited, so that a cycle of new objects sees
             // it and does not put this object again. A rollback takes it back.
             object.id = id
@@ -43,8 +43,8 @@ struct PutOperation<T: Entity> {
             case .insert:
                 guard !old.stored else { throw .objectExists(entity: b.name, id: id) }
                 if id > b.lastId {
+                    t.counterAdvanced(b, from: b.lastId)
                     b.lastId = id
-                    t.counterAdvanced(b)
                 }
             }
         }

@@ -34,6 +34,9 @@ final class OverlaySpace {
         var valueStart: Int
         var valueCount: Int
         var hash: UInt64
+        /// The key's first 24 bytes (zero-padded), big-endian: comparing these as integers orders
+        /// most keys without touching the key arena (``KeyPrefix``).
+        var prefix: KeyPrefix
         /// Index of this node's first `next` pointer in the link table.
         var linkBase: Int32
         var state: State
@@ -41,6 +44,51 @@ final class OverlaySpace {
         /// caller says; the overlay never reads the engine). Object counts and change sets
         /// compare the final state with it.
         var committedPresent: Bool
+    }
+
+    /// A key's first 24 bytes as three big-endian integers, zero-padded: enough to tell apart
+    /// object keys (12 bytes), edges (25: they differ in the first 24 unless two edges share
+    /// their relation, first object and all but the last byte of the second) and most index
+    /// entries. When two keys' prefixes differ, they order the keys: at the first differing byte
+    /// either both keys have a byte there, or the shorter key ended and its padding zero is below
+    /// the other's (nonzero) byte, the shorter being a prefix of the longer up to there. Equal
+    /// prefixes need the bytes.
+    struct KeyPrefix {
+        var a: UInt64
+        var b: UInt64
+        var c: UInt64
+
+        static let zero = KeyPrefix(a: 0, b: 0, c: 0)
+
+        init(a: UInt64, b: UInt64, c: UInt64) {
+            self.a = a
+            self.b = b
+            self.c = c
+        }
+
+        @inline(__always)
+        init(_ key: UnsafeRawBufferPointer) {
+            if key.count >= 24 {
+                a = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+                b = UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+                c = UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 16, as: UInt64.self))
+            } else {
+                var padded: (UInt64, UInt64, UInt64) = (0, 0, 0)
+                withUnsafeMutableBytes(of: &padded) { $0.copyMemory(from: key) }
+                a = UInt64(bigEndian: padded.0)
+                b = UInt64(bigEndian: padded.1)
+                c = UInt64(bigEndian: padded.2)
+            }
+        }
+
+        /// Negative, zero (undecided) or positive.
+        @inline(__always)
+        func compare(_ other: KeyPrefix) -> Int {
+            if a != other.a { return a < other.a ? -1 : 1 }
+            if b != other.b { return b < other.b ? -1 : 1 }
+            if c != other.c { return c < other.c ? -1 : 1 }
+            return 0
+        }
     }
 
     /// What one write replaced, to put it back.
@@ -102,7 +150,7 @@ final class OverlaySpace {
         table = .allocate(capacity: tableMask + 1)
         table.initialize(repeating: 0, count: tableMask + 1)
         nodes.initialize(to: Node(keyStart: 0, keyCount: 0, height: Int32(Self.maxHeight), valueStart: 0, valueCount: 0, hash: 0,
-                                  linkBase: 0, state: .absent, committedPresent: false))
+                                  prefix: .zero, linkBase: 0, state: .absent, committedPresent: false))
         links.initialize(repeating: -1, count: Self.maxHeight)
         nodeCount = 1
         linkCount = Self.maxHeight
@@ -137,6 +185,14 @@ final class OverlaySpace {
     func value(of node: Int32) -> UnsafeRawBufferPointer {
         let n = nodes[Int(node)]
         return UnsafeRawBufferPointer(start: values + n.valueStart, count: n.valueCount)
+    }
+
+    /// Whether `node`'s key orders before `key`, whose prefix is `prefix`.
+    @inline(__always)
+    private func precedes(_ node: Int32, _ key: UnsafeRawBufferPointer, _ prefix: KeyPrefix) -> Bool {
+        let c = nodes[Int(node)].prefix.compare(prefix)
+        if c != 0 { return c < 0 }
+        return compareBytes(self.key(of: node), key) < 0
     }
 
     @inline(__always)
@@ -185,11 +241,12 @@ final class OverlaySpace {
 
     /// The first node (in key order, whatever its state) whose key is ≥ `key`; -1 when none.
     func seek(_ key: UnsafeRawBufferPointer) -> Int32 {
+        let prefix = KeyPrefix(key)
         var x = Self.head
         var level = height - 1
         while true {
             let n = next(x, level)
-            if n >= 0 && compareBytes(self.key(of: n), key) < 0 {
+            if n >= 0 && precedes(n, key, prefix) {
                 x = n
             } else if level == 0 {
                 return n
@@ -292,8 +349,9 @@ final class OverlaySpace {
         let keyStart = keyBytes
         Self.append(key, to: &keys, capacity: &keyCapacity, used: &keyBytes)
         let node = Int32(nodeCount)
+        let prefix = KeyPrefix(key)
         (nodes + nodeCount).initialize(to: Node(keyStart: keyStart, keyCount: Int32(key.count), height: Int32(h), valueStart: 0,
-                                                valueCount: 0, hash: hash, linkBase: Int32(linkCount), state: .absent,
+                                                valueCount: 0, hash: hash, prefix: prefix, linkBase: Int32(linkCount), state: .absent,
                                                 committedPresent: committedPresent))
         (links + linkCount).initialize(repeating: -1, count: h)
         nodeCount += 1
@@ -302,7 +360,7 @@ final class OverlaySpace {
         // Link it: past the largest key without a search, elsewhere by descending the levels.
         if h > height { height = h }
         let last = tails[0]
-        if last == Self.head || compareBytes(self.key(of: last), key) < 0 {
+        if last == Self.head || precedes(last, key, prefix) {
             for level in 0..<h {
                 setNext(tails[level], level, node)
                 tails[level] = node
@@ -312,7 +370,7 @@ final class OverlaySpace {
             var level = height - 1
             while level >= 0 {
                 var n = next(x, level)
-                while n >= 0 && compareBytes(self.key(of: n), key) < 0 {
+                while n >= 0 && precedes(n, key, prefix) {
                     x = n
                     n = next(x, level)
                 }

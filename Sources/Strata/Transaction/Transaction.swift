@@ -53,6 +53,15 @@ final class Transaction {
     private var advancedCounters: [UInt32: EntityBinding] = [:]
     /// The entity whose counter moved last: a bulk put advances one entity's, object after object.
     private var lastAdvanced: EntityBinding?
+    /// Per entity whose counter moved: its last id before this transaction. A larger id was
+    /// given in this transaction, so nothing of it (object, edges) is in the engine.
+    private var committedLastIds: [UInt32: Id] = [:]
+    /// Objects found in the engine by an existence check. The engine does not change while a
+    /// write transaction runs (it holds the write lock; everything it writes waits in the
+    /// overlay), so a positive answer stays true: a bulk put that links thousands of objects to
+    /// the same few targets reads each target once. The overlay, checked first, says whether
+    /// the transaction removed one since.
+    @exclusivity(unchecked) private(set) var knownCommittedObjects = KnownObjects()
     @exclusivity(unchecked) private var undoLog: [Undo] = []
 
     init(store: Store, kind: Kind, snapshot: Snapshot?) {
@@ -64,10 +73,24 @@ final class Transaction {
 
     var isWrite: Bool { kind == .write }
 
-    func counterAdvanced(_ binding: EntityBinding) {
+    /// Records that `binding`'s last id moved up from `previous` (its value before the move).
+    func counterAdvanced(_ binding: EntityBinding, from previous: Id) {
         if lastAdvanced === binding { return }
         lastAdvanced = binding
         advancedCounters[binding.entityId] = binding
+        if committedLastIds[binding.entityId] == nil { committedLastIds[binding.entityId] = previous }
+    }
+
+    /// Whether object `id` of `entityId` got its id in this transaction: the engine holds
+    /// nothing of it (ids are never reused).
+    func isNewInTransaction(entityId: UInt32, id: Id) -> Bool {
+        guard let last = committedLastIds[entityId] else { return false }
+        return id > last
+    }
+
+    /// Notes that the engine holds `key` (see ``knownCommittedObjects``).
+    func noteCommittedObject(_ key: ObjectKey) {
+        if isWrite && knownCommittedObjects.count < 1 << 16 { knownCommittedObjects.insert(key) }
     }
 
     func logUndo(_ undo: Undo) {

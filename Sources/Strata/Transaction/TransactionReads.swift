@@ -39,11 +39,18 @@ extension Store {
             case .absent: break
             }
         }
+        if let t, t.isWrite {
+            if t.knownCommittedObjects.contains(key) { return true }
+            if t.isNewInTransaction(entityId: key.entityId, id: key.id) { return false }
+        }
+        let found: Bool
         do {
-            return try key.withBytes { k in try engine.withValue(forKey: k, in: objects, snapshot: t?.snapshot) { _ in true } } ?? false
+            found = try key.withBytes { k in try engine.withValue(forKey: k, in: objects, snapshot: t?.snapshot) { _ in true } } ?? false
         } catch {
             throw StrataError(error)
         }
+        if found { t?.noteCommittedObject(key) }
+        return found
     }
 
     /// Visits the objects of one entity by increasing id as `t` sees them, until `body` returns
@@ -58,14 +65,15 @@ extension Store {
 
     // MARK: edges
 
-    /// The value of one edge, or nil.
-    func edgeValue(_ key: EdgeKey, in t: Transaction?) throws(StrataError) -> [UInt8]? {
+    /// The value of one edge, or nil. `engineHoldsNone`: the caller knows the engine has no
+    /// such edge (its source got its id in `t`), so only the overlay is read.
+    func edgeValue(_ key: EdgeKey, in t: Transaction?, engineHoldsNone: Bool = false) throws(StrataError) -> [UInt8]? {
         let bytes = key.bytes
         if let overlay = t?.overlay {
             switch bytes.withUnsafeBytes({ overlay.edges.lookup($0) }) {
             case .removed: return nil
             case let .value(v): return Array(v)
-            case .absent: break
+            case .absent: if engineHoldsNone { return nil }
             }
         }
         guard let edges else { return nil }
