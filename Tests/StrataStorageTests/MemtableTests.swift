@@ -2,9 +2,10 @@ import Testing
 @testable import StrataStorage
 
 /// The skip list against a sorted model, with insert orders that take the ascending fast path
-/// (an insert right after the previous one), miss it, and alternate between the two.
+/// (an insert after the previous one, found by a finger search from it), miss it, and alternate
+/// between the two.
 @Suite struct MemtableTests {
-    enum Pattern: CaseIterable { case ascending, descending, random, ascendingRuns, interleaved }
+    enum Pattern: CaseIterable { case ascending, descending, random, ascendingRuns, interleaved, sortedBatches }
 
     static func keys(_ pattern: Pattern, count: Int, seed: UInt64) -> [UInt32] {
         var rng = SplitMix64(state: seed)
@@ -21,6 +22,14 @@ import Testing
                     out.append(k)
                     k += 1 + UInt32(rng.next() % 3)
                 }
+            }
+            return out
+        case .sortedBatches:
+            // What a commit inserts: batches of random keys, each in key order, spread among
+            // the keys of earlier batches (the finger search walks right from the last insert).
+            var out: [UInt32] = []
+            while out.count < count {
+                out += (0..<min(100, count - out.count)).map { _ in UInt32(rng.next() % UInt64(count * 4)) }.sorted()
             }
             return out
         case .interleaved:

@@ -166,6 +166,10 @@ final class OverlaySpace {
 
     var isEmpty: Bool { liveCount == 0 }
 
+    /// At least the bytes a write batch takes for the live entries (every key and value ever
+    /// written, plus each entry's kind and length fields).
+    var encodedBytesBound: Int { keyBytes + valueBytes + (nodeCount - 1) * 21 }
+
     // MARK: node access
 
     @inline(__always)

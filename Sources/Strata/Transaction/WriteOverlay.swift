@@ -142,6 +142,7 @@ final class WriteOverlay {
                 node = s.successor(node)
             }
         }
+        batch.reserveCapacity(objects.encodedBytesBound + edges.encodedBytesBound + indexes.encodedBytesBound)
         add(objects, objectSpace)
         add(edges, edgeSpace)
         add(indexes, indexSpace)

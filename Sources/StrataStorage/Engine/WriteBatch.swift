@@ -48,15 +48,8 @@ public struct WriteBatch: Sendable {
             limitError = limitError ?? .valueTooLarge(size: value.count, limit: StorageLimits.maxValueBytes)
             return
         }
-        rep.append(EntryKind.value.rawValue)
         maxKeySpaceId = max(maxKeySpaceId, keySpace.id)
-        appendVarint(UInt64(keySpace.id))
-        appendVarint(UInt64(key.count))
-        rep.append(contentsOf: key)
-        appendVarint(UInt64(value.count))
-        rep.append(contentsOf: value)
-        operationCount += 1
-        storeCount()
+        appendEntry(.value, keySpaceId: keySpace.id, key: key, value: value)
         userBytes += key.count + value.count
     }
 
@@ -67,13 +60,8 @@ public struct WriteBatch: Sendable {
             limitError = limitError ?? .keyTooLarge(size: key.count, limit: StorageLimits.maxKeyBytes)
             return
         }
-        rep.append(EntryKind.deletion.rawValue)
         maxKeySpaceId = max(maxKeySpaceId, keySpace.id)
-        appendVarint(UInt64(keySpace.id))
-        appendVarint(UInt64(key.count))
-        rep.append(contentsOf: key)
-        operationCount += 1
-        storeCount()
+        appendEntry(.deletion, keySpaceId: keySpace.id, key: key, value: nil)
         userBytes += key.count
     }
 
@@ -87,24 +75,60 @@ public struct WriteBatch: Sendable {
         key.withUnsafeBytes { delete($0, in: keySpace) }
     }
 
+    /// Appends one operation: kind, key space, length-prefixed key, and for a put the
+    /// length-prefixed value. The small fields are gathered on the stack and appended in one go
+    /// (a byte-at-a-time append checks capacity and uniqueness per byte), and the count is
+    /// updated in place.
     @inlinable
-    mutating func appendVarint(_ value: UInt64) {
-        var v = value
-        while v >= 0x80 {
-            rep.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
+    mutating func appendEntry(_ kind: EntryKind, keySpaceId: UInt32, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer?) {
+        withUnsafeTemporaryAllocation(byteCount: 16, alignment: 1) { header in
+            var n = 0
+            func varint(_ value: UInt64) {
+                var v = value
+                while v >= 0x80 {
+                    header[n] = UInt8(truncatingIfNeeded: v) | 0x80
+                    n += 1
+                    v >>= 7
+                }
+                header[n] = UInt8(v)
+                n += 1
+            }
+            header[0] = kind.rawValue
+            n = 1
+            varint(UInt64(keySpaceId))
+            varint(UInt64(key.count))
+            rep.append(contentsOf: UnsafeRawBufferPointer(rebasing: header[0..<n]))
         }
-        rep.append(UInt8(v))
+        rep.append(contentsOf: key)
+        if let value {
+            withUnsafeTemporaryAllocation(byteCount: 10, alignment: 1) { header in
+                var v = UInt64(value.count), n = 0
+                while v >= 0x80 {
+                    header[n] = UInt8(truncatingIfNeeded: v) | 0x80
+                    n += 1
+                    v >>= 7
+                }
+                header[n] = UInt8(v)
+                n += 1
+                rep.append(contentsOf: UnsafeRawBufferPointer(rebasing: header[0..<n]))
+            }
+            rep.append(contentsOf: value)
+        }
+        operationCount += 1
+        storeCount()
+    }
+
+    /// Reserves room for `bytes` more bytes of operations (a caller that knows its batch's size
+    /// saves the regrowth copies).
+    public mutating func reserveCapacity(_ bytes: Int) {
+        rep.reserveCapacity(rep.count + bytes)
     }
 
     /// Keeps the leading count of `rep` current, so `rep` is always a complete encoding.
     @inlinable
     mutating func storeCount() {
-        let c = UInt32(truncatingIfNeeded: operationCount)
-        rep[0] = UInt8(truncatingIfNeeded: c)
-        rep[1] = UInt8(truncatingIfNeeded: c >> 8)
-        rep[2] = UInt8(truncatingIfNeeded: c >> 16)
-        rep[3] = UInt8(truncatingIfNeeded: c >> 24)
+        let c = UInt32(truncatingIfNeeded: operationCount).littleEndian
+        rep.withUnsafeMutableBytes { $0.storeBytes(of: c, as: UInt32.self) }
     }
 }
 

@@ -147,10 +147,25 @@ final class Memtable: @unchecked Sendable {
                     UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none)
         withUnsafeMutableBytes(of: &prev) { prevRaw in
             let prevs = prevRaw.bindMemory(to: UnsafeMutableRawPointer?.self)
-            if let last = lastInserted, Self.compare(last, key, trailer) < 0,
-               Self.next(last, 0).map({ Self.compare($0, key, trailer) >= 0 }) ?? true {
-                // Nothing lies between the last node and this key at level 0, hence at any level.
-                for i in 0..<Self.maxHeight { prevs[i] = hints[i] }
+            if let last = lastInserted, Self.compare(last, key, trailer) < 0 {
+                // A finger search from the last insert (a batch arrives in key order per key
+                // space, so its keys come in increasing order, each a few nodes past the one
+                // before). `hints[i]` is the last node of level i at or before `last`, so before
+                // this key. From the lowest level whose next node after its hint is not before
+                // the key, upward, the hints are the nodes before the key: nothing lies between
+                // at that level, hence at any level above. Below it, walk right from there
+                // (a few nodes per level: none of them is tall enough to reach the level above).
+                let top = currentHeight.load(ordering: .relaxed)
+                var level = 0
+                while level < top, let n = Self.next(hints[level], level), Self.compare(n, key, trailer) < 0 { level += 1 }
+                for i in level..<Self.maxHeight { prevs[i] = hints[i] }
+                var x = level < top ? hints[level] : head
+                var l = level - 1
+                while l >= 0 {
+                    while let n = Self.next(x, l), Self.compare(n, key, trailer) < 0 { x = n }
+                    prevs[l] = x
+                    l -= 1
+                }
             } else {
                 _ = descend(to: key, trailer) { level, node in prevs[level] = node }
             }
