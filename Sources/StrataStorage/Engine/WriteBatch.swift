@@ -81,41 +81,33 @@ public struct WriteBatch: Sendable {
     /// updated in place.
     @inlinable
     mutating func appendEntry(_ kind: EntryKind, keySpaceId: UInt32, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer?) {
-        withUnsafeTemporaryAllocation(byteCount: 16, alignment: 1) { header in
-            var n = 0
-            func varint(_ value: UInt64) {
-                var v = value
-                while v >= 0x80 {
-                    header[n] = UInt8(truncatingIfNeeded: v) | 0x80
-                    n += 1
-                    v >>= 7
-                }
-                header[n] = UInt8(v)
-                n += 1
-            }
+        withUnsafeTemporaryAllocation(byteCount: 32, alignment: 1) { header in
             header[0] = kind.rawValue
-            n = 1
-            varint(UInt64(keySpaceId))
-            varint(UInt64(key.count))
+            var n = Self.storeVarint(UInt64(keySpaceId), in: header, at: 1)
+            n = Self.storeVarint(UInt64(key.count), in: header, at: n)
             rep.append(contentsOf: UnsafeRawBufferPointer(rebasing: header[0..<n]))
-        }
-        rep.append(contentsOf: key)
-        if let value {
-            withUnsafeTemporaryAllocation(byteCount: 10, alignment: 1) { header in
-                var v = UInt64(value.count), n = 0
-                while v >= 0x80 {
-                    header[n] = UInt8(truncatingIfNeeded: v) | 0x80
-                    n += 1
-                    v >>= 7
-                }
-                header[n] = UInt8(v)
-                n += 1
+            rep.append(contentsOf: key)
+            if let value {
+                n = Self.storeVarint(UInt64(value.count), in: header, at: 0)
                 rep.append(contentsOf: UnsafeRawBufferPointer(rebasing: header[0..<n]))
+                rep.append(contentsOf: value)
             }
-            rep.append(contentsOf: value)
         }
         operationCount += 1
         storeCount()
+    }
+
+    /// Writes `value` as a varint into `buffer` at `offset`; returns the offset after it.
+    @inlinable
+    static func storeVarint(_ value: UInt64, in buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+        var v = value, n = offset
+        while v >= 0x80 {
+            buffer[n] = UInt8(truncatingIfNeeded: v) | 0x80
+            n += 1
+            v >>= 7
+        }
+        buffer[n] = UInt8(v)
+        return n + 1
     }
 
     /// Reserves room for `bytes` more bytes of operations (a caller that knows its batch's size
