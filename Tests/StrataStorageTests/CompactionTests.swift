@@ -4,7 +4,7 @@ import Testing
 @testable import StrataStorage
 
 @Suite struct CompactionTests {
-    static func smallOptions(_ fs: InMemoryFileSystem? = nil) -> EngineOptions {
+    static func smallOptions(_ fs: (any FileSystem)? = nil) -> EngineOptions {
         .testing(fs, memtableBytes: 64 << 10, blockBytes: 1024, targetSegmentBytes: 64 << 10)
     }
 
@@ -231,7 +231,8 @@ import Testing
         var n = 0
         var completed = false
         while !completed && n < 200 {
-            let fs = InMemoryFileSystem()
+            let memory = InMemoryFileSystem()
+            let fs = FaultInjectingFileSystem(wrapping: memory)
             let e = try Engine.open(directory: "/db", options: Self.smallOptions(fs))
             let ks = e.defaultKeySpace
             for round in 0..<4 {
@@ -246,14 +247,14 @@ import Testing
                 _ = try e.compact()
                 completed = true
             } catch {}
-            fs.simulateCrash(.dropUnsynced)
-            let r = try Engine.open(directory: "/db", options: Self.smallOptions(fs))
+            memory.simulateCrash(.dropUnsynced)
+            let r = try Engine.open(directory: "/db", options: Self.smallOptions(memory))
             let rows = try r.scan(r.defaultKeySpace)
             #expect(rows.count == 300, "fault at operation \(n)")
             #expect(rows.allSatisfy { string($0.value).hasPrefix("r3-") }, "fault at operation \(n)")
             // Close first: the reopened store may start a compaction of its own.
             r.close()
-            let segmentFiles = try fs.listDirectory("/db").filter { $0.hasSuffix(".seg") }.count
+            let segmentFiles = try memory.listDirectory("/db").filter { $0.hasSuffix(".seg") }.count
             let liveSegments = r.statistics().keySpaces.reduce(0) { $0 + $1.segmentsPerLevel.reduce(0, +) }
             #expect(segmentFiles == liveSegments, "orphan segments after fault at operation \(n)")
             n += 1

@@ -3,7 +3,7 @@ import Testing
 
 /// Bad input and failing I/O: typed errors, nothing stored half, the engine stays usable.
 @Suite struct ErrorTests {
-    static func memoryOptions(_ fs: InMemoryFileSystem) -> EngineOptions { .testing(fs) }
+    static func memoryOptions(_ fs: any FileSystem) -> EngineOptions { .testing(fs) }
 
     @Test func limitsAreEnforcedAndNothingIsStoredHalf() throws {
         let fs = InMemoryFileSystem()
@@ -66,7 +66,7 @@ import Testing
     }
 
     @Test func diskFullFailsTheWriteAndTheStoreStaysUsable() throws {
-        let fs = InMemoryFileSystem()
+        let fs = FaultInjectingFileSystem(wrapping: InMemoryFileSystem())
         let e = try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
         let ks = e.defaultKeySpace
         try e.put("before", "1", in: ks)
@@ -83,8 +83,28 @@ import Testing
         r.close()
     }
 
+    /// The fault wrapper works over any file system: here the real one, in a temporary
+    /// directory. A failed (torn) append fails the write with a typed error, the engine goes
+    /// on, and the store reopens without the failed write.
+    @Test func faultsWrapTheRealFileSystem() throws {
+        let dir = TemporaryDirectory()
+        let fs = FaultInjectingFileSystem(wrapping: PosixFileSystem())
+        let e = try Engine.open(directory: dir.path, options: .testing(fs))
+        let ks = e.defaultKeySpace
+        try e.put("before", "1", in: ks, durability: .sync)
+        let countBefore = fs.operationCount
+        fs.injectFault(.init(afterOperations: 0, operations: [.write], error: .diskFull(path: dir.path), tornBytes: 5))
+        #expect(throws: StorageError.diskFull(path: dir.path)) { try e.put("lost", "2", in: ks, durability: .sync) }
+        #expect(fs.operationCount > countBefore)
+        try e.put("after", "3", in: ks, durability: .sync)
+        e.close()
+        let r = try Engine.open(directory: dir.path, options: .testing(PosixFileSystem()))
+        #expect(try r.keys(r.defaultKeySpace) == ["after", "before"])
+        r.close()
+    }
+
     @Test func failedSyncFailsTheWriteWithoutCorruptingTheLog() throws {
-        let fs = InMemoryFileSystem()
+        let fs = FaultInjectingFileSystem(wrapping: InMemoryFileSystem())
         let e = try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
         let ks = e.defaultKeySpace
         fs.injectFault(.init(afterOperations: 0, operations: [.sync], error: .io(operation: "fdatasync", path: "/db", errno: 5)))
@@ -97,7 +117,7 @@ import Testing
     }
 
     @Test func failingFlushIsReportedAndRetried() throws {
-        let fs = InMemoryFileSystem()
+        let fs = FaultInjectingFileSystem(wrapping: InMemoryFileSystem())
         let e = try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
         let ks = e.defaultKeySpace
         for i in 0..<100 { try e.put("k\(i)", "v\(i)", in: ks) }

@@ -10,7 +10,7 @@ import Testing
 @Suite struct IOErrorTests {
     static let batches = 90
 
-    static func options(_ fs: InMemoryFileSystem) -> EngineOptions {
+    static func options(_ fs: any FileSystem) -> EngineOptions {
         .testing(fs, memtableBytes: 2 << 10, blockBytes: 256, targetSegmentBytes: 64 << 10)
     }
 
@@ -22,7 +22,7 @@ import Testing
 
     /// Writes the batches, each retried until it is acknowledged; flushes, a compaction and a
     /// reopen along the way.
-    static func workload(_ fs: InMemoryFileSystem) -> Run {
+    static func workload(_ fs: FaultInjectingFileSystem) -> Run {
         var run = Run()
         var engine: Engine?
         var i = 0, attempts = 0, step = 0
@@ -66,7 +66,7 @@ import Testing
         return run
     }
 
-    static func check(_ fs: InMemoryFileSystem, _ run: Run) -> String? {
+    static func check(_ fs: FaultInjectingFileSystem, _ run: Run) -> String? {
         if let gaveUp = run.gaveUp { return gaveUp }
         do {
             let e = try Engine.open(directory: "/db", options: options(fs))
@@ -90,7 +90,7 @@ import Testing
     }
 
     @Test func failingEveryOperationInTurnLosesNothingAcknowledgedAndAppliesNothingFailed() throws {
-        let clean = InMemoryFileSystem()
+        let clean = FaultInjectingFileSystem(wrapping: InMemoryFileSystem())
         let cleanRun = Self.workload(clean)
         #expect(cleanRun.failures == 0 && cleanRun.acknowledged.count == Self.batches)
         let total = clean.operationCount
@@ -99,7 +99,7 @@ import Testing
         var problems: [String] = []
         for n in Swift.stride(from: 0, to: total, by: stride) {
             for error: StorageError in [.io(operation: "injected", path: "/db", errno: 5), .diskFull(path: "/db")] {
-                let fs = InMemoryFileSystem()
+                let fs = FaultInjectingFileSystem(wrapping: InMemoryFileSystem())
                 fs.injectFault(.init(afterOperations: n, error: error, tornBytes: n % 5 == 0 ? 3 : 0))
                 let run = Self.workload(fs)
                 tried += 1

@@ -26,13 +26,13 @@ import Testing
         var durable = 0
     }
 
-    static func options(_ fs: InMemoryFileSystem, _ v: Variant) -> EngineOptions {
+    static func options(_ fs: any FileSystem, _ v: Variant) -> EngineOptions {
         .testing(fs, memtableBytes: v.memtableBytes, blockBytes: 256, targetSegmentBytes: 64 << 10)
     }
 
     /// Batch i writes "b-i" in both key spaces and the shared "counter" key; every n-th is
     /// durable. Stops at the first failure (the point where the machine stopped).
-    static func workload(_ fs: InMemoryFileSystem, _ v: Variant, progress: inout Progress) {
+    static func workload(_ fs: FaultInjectingFileSystem, _ v: Variant, progress: inout Progress) {
         var engine: Engine?
         defer { engine?.close() }
         do {
@@ -71,7 +71,7 @@ import Testing
 
     /// The recovered store is batches 0..<p for one p with durable ≤ p ≤ committed + 1 (the
     /// batch whose sync failed may survive), the same p in both key spaces.
-    static func check(_ fs: InMemoryFileSystem, _ v: Variant, _ progress: Progress) -> String? {
+    static func check(_ fs: any FileSystem, _ v: Variant, _ progress: Progress) -> String? {
         do {
             let e = try Engine.open(directory: "/db", options: options(fs, v))
             defer { e.close() }
@@ -101,12 +101,12 @@ import Testing
 
     /// Crash points (syncs, renames, directory syncs) of one whole run.
     static func crashPoints(_ v: Variant) -> Int {
-        let fs = InMemoryFileSystem()
+        let fs = FaultInjectingFileSystem(wrapping: InMemoryFileSystem())
         fs.injectFault(.init(afterOperations: Int.max, operations: [.sync, .rename, .syncDirectory], error: .closed))
         var progress = Progress()
         workload(fs, v, progress: &progress)
         #expect(progress.committed == batches)
-        return fs.state.withLock { $0.faultCounter }
+        return fs.matchedOperationCount
     }
 
     /// The suite tries every second crash point of three variants; `STRATA_POWER_CUT_FULL=1`
@@ -121,14 +121,16 @@ import Testing
             points += n
             for k in Swift.stride(from: 0, through: n, by: full ? 1 : 2) {
                 for policy in Self.policies {
-                    let fs = InMemoryFileSystem()
+                    let memory = InMemoryFileSystem()
+                    let fs = FaultInjectingFileSystem(wrapping: memory)
                     fs.injectFault(.init(afterOperations: k, operations: [.sync, .rename, .syncDirectory],
                                          error: .io(operation: "power cut", path: "", errno: 5), haltsEverything: true))
                     var progress = Progress()
                     Self.workload(fs, v, progress: &progress)
-                    fs.simulateCrash(policy)
+                    memory.simulateCrash(policy)
+                    fs.injectFault(nil)   // power back: the new process's I/O works
                     states += 1
-                    if let problem = Self.check(fs, v, progress) { failures.append("\(v), crash point \(k), \(policy): \(problem)") }
+                    if let problem = Self.check(memory, v, progress) { failures.append("\(v), crash point \(k), \(policy): \(problem)") }
                 }
             }
         }

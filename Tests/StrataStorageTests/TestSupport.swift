@@ -34,9 +34,9 @@ extension Engine {
 }
 
 extension EngineOptions {
-    /// Options for tests: an optional in-memory file system and small sizes, so flushes,
+    /// Options for tests: an optional file system (in memory, or faults over one) and small sizes, so flushes,
     /// many blocks and compactions happen with little data.
-    static func testing(_ fs: InMemoryFileSystem? = nil, memtableBytes: Int? = nil, blockBytes: Int? = nil,
+    static func testing(_ fs: (any FileSystem)? = nil, memtableBytes: Int? = nil, blockBytes: Int? = nil,
                         targetSegmentBytes: Int? = nil) -> EngineOptions {
         var o = EngineOptions()
         if let fs { o.fileSystem = fs }

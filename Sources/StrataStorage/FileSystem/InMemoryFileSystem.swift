@@ -1,7 +1,8 @@
 import Synchronization
 
-/// A file system in memory that remembers what was synced, so tests can simulate a power cut and
-/// inject I/O errors, in the manner of LevelDB's fault_injection_test and Pebble's errorfs.
+/// A file system in memory that remembers what was synced, so tests can simulate a power cut, in
+/// the manner of LevelDB's fault_injection_test. I/O errors come from wrapping it in a
+/// ``FaultInjectingFileSystem``.
 ///
 /// ```swift
 /// let fs = InMemoryFileSystem()
@@ -9,7 +10,6 @@ import Synchronization
 /// // ... writes ...
 /// fs.simulateCrash(.dropUnsynced)          // power cut: unsynced bytes and entries vanish
 /// engine = try Engine.open(directory: "/db", options: .init(fileSystem: fs))
-/// fs.injectFault(.init(afterOperations: 3, error: .diskFull(path: "injected")))
 /// ```
 public final class InMemoryFileSystem: FileSystem, Sendable {
     /// What survives a simulated crash.
@@ -27,35 +27,6 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
         case dropUnsyncedDirectoryEntries
     }
 
-    /// Which operations a fault may hit.
-    public enum Operation: Sendable, Hashable, CaseIterable {
-        case open, write, sync, rename, remove, syncDirectory
-    }
-
-    /// Fails the operation after `afterOperations` matching operations have succeeded. A failed
-    /// write may first write a prefix of its bytes (`tornBytes`), as a real disk can.
-    public struct Fault: Sendable {
-        public var afterOperations: Int
-        public var operations: Set<Operation>
-        public var error: StorageError
-        public var tornBytes: Int
-        /// When false the fault fires once; when true every later matching operation fails too.
-        public var sticky: Bool
-        /// When true, once the fault fires every later operation of any kind fails: the
-        /// "machine" stopped there (crash-point tests then call ``simulateCrash(_:)``).
-        public var haltsEverything: Bool
-
-        public init(afterOperations: Int, operations: Set<Operation> = Set(Operation.allCases),
-                    error: StorageError, tornBytes: Int = 0, sticky: Bool = false, haltsEverything: Bool = false) {
-            self.afterOperations = afterOperations
-            self.operations = operations
-            self.error = error
-            self.tornBytes = tornBytes
-            self.sticky = sticky
-            self.haltsEverything = haltsEverything
-        }
-    }
-
     struct FileData {
         var bytes: [UInt8] = []
         var syncedBytes: [UInt8] = []
@@ -70,25 +41,11 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
         var locks: [String: Int] = [:]
         var nextFileId = 1
         var generation = 0
-        var fault: Fault?
-        var faultCounter = 0
-        var operationCount = 0
     }
 
     let state = LockedValue(State())
 
     public init() {}
-
-    /// Number of file operations performed so far (to script "fail the Nth operation").
-    public var operationCount: Int { state.withLock { $0.operationCount } }
-
-    /// Arms a fault; replaces any earlier one.
-    public func injectFault(_ fault: Fault?) {
-        state.withLock {
-            $0.fault = fault
-            $0.faultCounter = 0
-        }
-    }
 
     /// Simulates a crash: open files and locks of the old "process" become unusable, and each
     /// file keeps what `policy` says survives.
@@ -137,7 +94,6 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
             s.files = s.files.filter { Set(s.names.values).contains($0.key) }
             s.locks.removeAll()
             s.generation += 1
-            s.fault = nil
         }
     }
 
@@ -154,22 +110,6 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
             s.names[path] = id
             s.durableNames[path] = id
         }
-    }
-
-    /// Counts an operation and throws when an armed fault fires (a torn write's prefix is
-    /// appended by the caller, `InMemoryWritableFile.append`).
-    fileprivate static func check(_ s: inout State, _ op: Operation) throws(StorageError) {
-        s.operationCount += 1
-        guard let fault = s.fault, fault.operations.contains(op) else { return }
-        if s.faultCounter >= fault.afterOperations {
-            if fault.haltsEverything {
-                s.fault = Fault(afterOperations: 0, operations: Set(Operation.allCases), error: fault.error, sticky: true)
-            } else if !fault.sticky {
-                s.fault = nil
-            }
-            throw fault.error
-        }
-        s.faultCounter += 1
     }
 
     static func parent(of path: String) -> String {
@@ -205,7 +145,6 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
 
     public func openWritable(_ path: String, truncate: Bool) throws -> any WritableFile {
         try state.withLock { s in
-            try Self.check(&s, .open)
             guard s.directories.contains(Self.parent(of: path)) else {
                 throw StorageError.io(operation: "open", path: path, errno: 2)
             }
@@ -225,7 +164,6 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
 
     public func openReadable(_ path: String) throws -> any ReadableFile {
         try state.withLock { s in
-            try Self.check(&s, .open)
             guard let id = s.names[path], let f = s.files[id] else {
                 throw StorageError.io(operation: "open", path: path, errno: 2)
             }
@@ -236,14 +174,12 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
 
     public func removeFile(_ path: String) throws {
         try state.withLock { s in
-            try Self.check(&s, .remove)
             s.names[path] = nil
         }
     }
 
     public func rename(_ from: String, to: String) throws {
         try state.withLock { s in
-            try Self.check(&s, .rename)
             guard let id = s.names[from] else { throw StorageError.io(operation: "rename", path: from, errno: 2) }
             s.names[from] = nil
             s.names[to] = id
@@ -252,7 +188,6 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
 
     public func syncDirectory(_ path: String) throws {
         try state.withLock { s in
-            try Self.check(&s, .syncDirectory)
             let dir = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
             for (name, _) in s.durableNames where Self.parent(of: name) == dir && s.names[name] == nil {
                 s.durableNames[name] = nil
@@ -279,13 +214,12 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
         }
     }
 
-    fileprivate func withFile<R>(_ id: Int, generation: Int, path: String, _ op: Operation?,
+    fileprivate func withFile<R>(_ id: Int, generation: Int, path: String,
                                  _ body: (inout FileData, inout State) throws -> R) throws -> R {
         try state.withLock { s in
             guard s.generation == generation, s.files[id] != nil else {
                 throw StorageError.io(operation: "write", path: path, errno: 9) // EBADF: crashed
             }
-            if let op { try Self.check(&s, op) }
             var f = s.files[id]!
             defer { s.files[id] = f }
             return try body(&f, &s)
@@ -309,31 +243,16 @@ final class InMemoryWritableFile: WritableFile {
     }
 
     func append(_ bytes: UnsafeRawBufferPointer) throws {
-        do {
-            try fs.withFile(id, generation: generation, path: path, .write) { f, _ in
-                f.bytes.append(contentsOf: bytes)
-            }
-            size += UInt64(bytes.count)
-        } catch let error as StorageError {
-            // A torn write leaves a prefix of the bytes behind, as a full disk can.
-            let torn = fs.state.withLock { $0.fault?.tornBytes ?? 0 }
-            if torn > 0 {
-                let n = min(torn, bytes.count)
-                _ = try? fs.withFile(id, generation: generation, path: path, nil) { f, _ in
-                    f.bytes.append(contentsOf: bytes.prefix(n))
-                }
-                size += UInt64(n)
-            }
-            throw error
-        }
+        try fs.withFile(id, generation: generation, path: path) { f, _ in f.bytes.append(contentsOf: bytes) }
+        size += UInt64(bytes.count)
     }
 
     func sync() throws {
-        try fs.withFile(id, generation: generation, path: path, .sync) { f, _ in f.syncedBytes = f.bytes }
+        try fs.withFile(id, generation: generation, path: path) { f, _ in f.syncedBytes = f.bytes }
     }
 
     func truncate(to newSize: UInt64) throws {
-        try fs.withFile(id, generation: generation, path: path, .write) { f, _ in
+        try fs.withFile(id, generation: generation, path: path) { f, _ in
             f.bytes = Array(f.bytes.prefix(Int(newSize)))
         }
         size = newSize

@@ -1,0 +1,183 @@
+/// A file system that fails chosen operations of the one it wraps, in the manner of Pebble's
+/// errorfs and LevelDB's fault_injection_test: "the Nth write fails with ENOSPC, after writing
+/// 3 of its bytes", "every sync fails from now on", "the machine stops at the 40th operation".
+/// It wraps any file system: ``InMemoryFileSystem`` (whose ``InMemoryFileSystem/simulateCrash(_:)``
+/// then plays the power cut) or the real one.
+///
+/// ```swift
+/// let memory = InMemoryFileSystem()
+/// let fs = FaultInjectingFileSystem(wrapping: memory)
+/// var engine = try Engine.open(directory: "/db", options: .init(fileSystem: fs))
+/// fs.injectFault(.init(afterOperations: 3, error: .diskFull(path: "injected")))
+/// // ... writes fail from the 4th operation on ...
+/// memory.simulateCrash(.dropUnsynced)
+/// ```
+public final class FaultInjectingFileSystem: FileSystem, Sendable {
+    /// Which operations a fault may hit.
+    public enum Operation: Sendable, Hashable, CaseIterable {
+        /// Opening a file to write, append to or read.
+        case open
+        /// An append, or a truncation.
+        case write
+        case sync
+        case rename
+        case remove
+        case syncDirectory
+    }
+
+    /// Fails the operation after `afterOperations` matching operations have succeeded. A failed
+    /// write may first write a prefix of its bytes (`tornBytes`), as a real disk can.
+    public struct Fault: Sendable {
+        public var afterOperations: Int
+        public var operations: Set<Operation>
+        public var error: StorageError
+        public var tornBytes: Int
+        /// When false the fault fires once; when true every later matching operation fails too.
+        public var sticky: Bool
+        /// When true, once the fault fires every later operation of any kind fails: the
+        /// "machine" stopped there (crash-point tests then simulate the crash on the wrapped
+        /// file system).
+        public var haltsEverything: Bool
+
+        public init(afterOperations: Int, operations: Set<Operation> = Set(Operation.allCases),
+                    error: StorageError, tornBytes: Int = 0, sticky: Bool = false, haltsEverything: Bool = false) {
+            self.afterOperations = afterOperations
+            self.operations = operations
+            self.error = error
+            self.tornBytes = tornBytes
+            self.sticky = sticky
+            self.haltsEverything = haltsEverything
+        }
+    }
+
+    private struct State {
+        var fault: Fault?
+        /// Matching operations that succeeded since the fault was armed.
+        var matched = 0
+        var operations = 0
+    }
+
+    /// The file system faults are injected into.
+    public let wrapped: any FileSystem
+    private let state = LockedValue(State())
+
+    public init(wrapping fileSystem: any FileSystem) {
+        wrapped = fileSystem
+    }
+
+    /// Number of operations (of the kinds in ``Operation``) performed so far, to script "fail
+    /// the Nth operation".
+    public var operationCount: Int { state.withLock { $0.operations } }
+
+    /// Operations the armed fault matched and let through so far.
+    public var matchedOperationCount: Int { state.withLock { $0.matched } }
+
+    /// Arms a fault; replaces any earlier one (nil disarms).
+    public func injectFault(_ fault: Fault?) {
+        state.withLock {
+            $0.fault = fault
+            $0.matched = 0
+        }
+    }
+
+    /// Counts an operation; returns the fault that fails it, if one fires.
+    private func fire(_ op: Operation) -> Fault? {
+        state.withLock { s in
+            s.operations += 1
+            guard let fault = s.fault, fault.operations.contains(op) else { return nil }
+            guard s.matched >= fault.afterOperations else {
+                s.matched += 1
+                return nil
+            }
+            if fault.haltsEverything {
+                s.fault = Fault(afterOperations: 0, operations: Set(Operation.allCases), error: fault.error, sticky: true)
+            } else if !fault.sticky {
+                s.fault = nil
+            }
+            return fault
+        }
+    }
+
+    fileprivate func check(_ op: Operation) throws(StorageError) {
+        if let fault = fire(op) { throw fault.error }
+    }
+
+    // MARK: FileSystem
+
+    public func createDirectory(_ path: String) throws { try wrapped.createDirectory(path) }
+    public func fileExists(_ path: String) -> Bool { wrapped.fileExists(path) }
+    public func directoryExists(_ path: String) -> Bool { wrapped.directoryExists(path) }
+    public func listDirectory(_ path: String) throws -> [String] { try wrapped.listDirectory(path) }
+
+    public func openWritable(_ path: String, truncate: Bool) throws -> any WritableFile {
+        try check(.open)
+        return FaultInjectingWritableFile(try wrapped.openWritable(path, truncate: truncate), fs: self)
+    }
+
+    public func openLog(_ path: String) throws -> any WritableFile {
+        try check(.open)
+        return FaultInjectingWritableFile(try wrapped.openLog(path), fs: self)
+    }
+
+    public func openReadable(_ path: String) throws -> any ReadableFile {
+        try check(.open)
+        return try wrapped.openReadable(path)
+    }
+
+    public func openImmutable(_ path: String) throws -> any ReadableFile {
+        try check(.open)
+        return try wrapped.openImmutable(path)
+    }
+
+    public func removeFile(_ path: String) throws {
+        try check(.remove)
+        try wrapped.removeFile(path)
+    }
+
+    public func rename(_ from: String, to: String) throws {
+        try check(.rename)
+        try wrapped.rename(from, to: to)
+    }
+
+    public func syncDirectory(_ path: String) throws {
+        try check(.syncDirectory)
+        try wrapped.syncDirectory(path)
+    }
+
+    public func lockFile(_ path: String, shared: Bool) throws -> any FileLock { try wrapped.lockFile(path, shared: shared) }
+
+    /// An append that a fault fails, after writing the fault's torn prefix.
+    fileprivate func append(_ bytes: UnsafeRawBufferPointer, to file: any WritableFile) throws {
+        guard let fault = fire(.write) else { return try file.append(bytes) }
+        let torn = min(fault.tornBytes, bytes.count)
+        if torn > 0 { try? file.append(UnsafeRawBufferPointer(rebasing: bytes[0..<torn])) }
+        throw fault.error
+    }
+}
+
+/// A file of a ``FaultInjectingFileSystem``: its appends, syncs and truncations may fail.
+final class FaultInjectingWritableFile: WritableFile {
+    private let file: any WritableFile
+    private let fs: FaultInjectingFileSystem
+
+    init(_ file: any WritableFile, fs: FaultInjectingFileSystem) {
+        self.file = file
+        self.fs = fs
+    }
+
+    var size: UInt64 { file.size }
+
+    func append(_ bytes: UnsafeRawBufferPointer) throws { try fs.append(bytes, to: file) }
+
+    func sync() throws {
+        try fs.check(.sync)
+        try file.sync()
+    }
+
+    func truncate(to size: UInt64) throws {
+        try fs.check(.write)
+        try file.truncate(to: size)
+    }
+
+    func close() throws { try file.close() }
+}
