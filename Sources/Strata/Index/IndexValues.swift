@@ -7,8 +7,6 @@ struct IndexValues {
     private var starts: [Int] = []
     private var ends: [Int] = []
 
-    var count: Int { starts.count }
-
     /// Empties it for `count` values, keeping its storage.
     mutating func reset(count: Int) {
         bytes.removeAll(keepingCapacity: true)

@@ -4,7 +4,7 @@
 /// here one multiply does. Open addressing, linear probing, never shrinks; bounded by its caller.
 struct KnownObjects {
     private var entityIds: [UInt32] = []
-    /// Id + 1 per slot; 0 marks an empty slot (ids start at 1, but `Id.max` must fit too).
+    /// Id + 1 per slot; 0 marks an empty slot. `Id.max` (whose + 1 is 0) is never stored.
     private var ids: [UInt64] = []
     private(set) var count = 0
     private var mask = -1
@@ -19,7 +19,7 @@ struct KnownObjects {
         guard count > 0 else { return false }
         var i = slot(key)
         while ids[i] != 0 {
-            if ids[i] == key.id &+ 1 && entityIds[i] == key.entityId && key.id != .max { return true }
+            if ids[i] == key.id &+ 1 && entityIds[i] == key.entityId { return true }
             i = (i + 1) & mask
         }
         return false

@@ -48,14 +48,13 @@ final class Transaction {
     /// Objects whose put has begun and not ended: a cycle of new objects (A → B → A) refers to
     /// them before they are written.
     @exclusivity(unchecked) var putsInProgress: [ObjectKey] = []
-    /// Entities whose id counter moved; their counters are written with the commit. Not undone
-    /// by a rollback: ids are never reused, and a counter ahead of the stored objects is harmless.
-    private var advancedCounters: [UInt32: EntityBinding] = [:]
+    /// Entities whose id counter moved, with their last id before this transaction; their
+    /// counters are written with the commit. An id above `lastIdBefore` was given in this
+    /// transaction, so nothing of it (object, edges) is in the engine. Not undone by a rollback:
+    /// ids are never reused, and a counter ahead of the stored objects is harmless.
+    private var advancedCounters: [UInt32: (binding: EntityBinding, lastIdBefore: Id)] = [:]
     /// The entity whose counter moved last: a bulk put advances one entity's, object after object.
     private var lastAdvanced: EntityBinding?
-    /// Per entity whose counter moved: its last id before this transaction. A larger id was
-    /// given in this transaction, so nothing of it (object, edges) is in the engine.
-    private var committedLastIds: [UInt32: Id] = [:]
     /// Objects found in the engine by an existence check. The engine does not change while a
     /// write transaction runs (it holds the write lock; everything it writes waits in the
     /// overlay), so a positive answer stays true: a bulk put that links thousands of objects to
@@ -77,14 +76,15 @@ final class Transaction {
     func counterAdvanced(_ binding: EntityBinding, from previous: Id) {
         if lastAdvanced === binding { return }
         lastAdvanced = binding
-        advancedCounters[binding.entityId] = binding
-        if committedLastIds[binding.entityId] == nil { committedLastIds[binding.entityId] = previous }
+        if advancedCounters[binding.entityId]?.binding !== binding {
+            advancedCounters[binding.entityId] = (binding, advancedCounters[binding.entityId]?.lastIdBefore ?? previous)
+        }
     }
 
     /// Whether object `id` of `entityId` got its id in this transaction: the engine holds
     /// nothing of it (ids are never reused).
     func isNewInTransaction(entityId: UInt32, id: Id) -> Bool {
-        guard let last = committedLastIds[entityId] else { return false }
+        guard let last = advancedCounters[entityId]?.lastIdBefore else { return false }
         return id > last
     }
 
@@ -143,7 +143,7 @@ final class Transaction {
             guard now >= 0 else { throw StrataError.corruptCatalog(reason: "object count of entity \(entityId) would be \(now)") }
             batch.put(MetaKey.count.key(entity: entityId), withUnsafeBytes(of: UInt64(now).littleEndian) { Array($0) }, in: store.meta)
         }
-        for (entityId, binding) in advancedCounters {
+        for (entityId, (binding, _)) in advancedCounters {
             withUnsafeBytes(of: binding.lastId.littleEndian) { v in
                 MetaKey.lastId.key(entity: entityId).withUnsafeBytes { batch.put($0, v, in: store.meta) }
             }
