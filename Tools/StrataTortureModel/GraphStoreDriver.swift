@@ -22,8 +22,11 @@ public enum GraphStoreDriver {
 
     /// Runs transaction `number` on `model` and atomically on `store`; returns what it touched.
     /// When the store's transaction fails, the model is ahead of the store: stop there.
+    /// `beforeCommit` runs inside the transaction after its last write (a check of what it is
+    /// about to commit).
     @discardableResult
-    public static func runTransaction(_ number: Int64, seed: UInt64, store: Store, model: inout GraphModel) throws -> TouchedObjects {
+    public static func runTransaction(_ number: Int64, seed: UInt64, store: Store, model: inout GraphModel,
+                                      beforeCommit: () throws -> Void = {}) throws -> TouchedObjects {
         let (ops, touched) = model.nextTransaction(number, seed: seed)
         try store.runInTransaction {
             for op in ops { try apply(op, to: store) }
@@ -31,6 +34,7 @@ public enum GraphStoreDriver {
             let ledger = try ledgers.get(1) ?? TLedger()
             ledger.last = number
             try ledgers.put(ledger)
+            try beforeCommit()
         }
         return touched
     }

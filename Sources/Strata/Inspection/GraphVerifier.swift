@@ -57,8 +57,8 @@ struct GraphVerifier {
     /// transaction's own writes over the latest state.
     let transaction: Transaction?
     var report = GraphVerification()
-    private let records: [UInt32: EntityRecord]
-    private let recordsByName: [String: EntityRecord]
+    private let catalog: VerifierCatalog
+    private var records: [UInt32: EntityRecord] { catalog.records }
     /// Live object ids per entity id.
     private var ids: [UInt32: Set<Id>] = [:]
     /// Kind-1 entries the stored to-one fields call for.
@@ -73,23 +73,21 @@ struct GraphVerifier {
     init(store: Store, transaction: Transaction?) {
         self.store = store
         self.transaction = transaction
-        let all = store.catalogRecords()
-        records = Dictionary(uniqueKeysWithValues: all.map { ($0.entityId, $0) })
-        recordsByName = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
+        catalog = VerifierCatalog(store.catalogRecords())
     }
 
     private mutating func problem(_ entity: String, _ id: Id, _ reason: String) {
         report.problems.append(GraphProblem(entity: entity, id: id, reason: reason))
     }
 
-    private func name(_ entityId: UInt32) -> String { records[entityId]?.name ?? "entity #\(entityId)" }
+    private func name(_ entityId: UInt32) -> String { catalog.name(entityId) }
 
     private func property(_ entityId: UInt32, _ propertyId: UInt32) -> EntityRecord.Property? {
-        records[entityId]?.properties.first { $0.id == propertyId }
+        catalog.property(entityId, propertyId)
     }
 
     private func exists(_ entity: String?, _ id: Id) -> Bool {
-        guard let entity, let r = recordsByName[entity] else { return false }
+        guard let entity, let r = catalog.recordsByName[entity] else { return false }
         return ids[r.entityId]?.contains(id) ?? false
     }
 
@@ -120,14 +118,13 @@ struct GraphVerifier {
     }
 
     private mutating func noteOwner(_ entity: String?, _ id: Id) {
-        guard let entity, let r = recordsByName[entity], r.isEmbedded else { return }
+        guard let entity, let r = catalog.recordsByName[entity], r.isEmbedded else { return }
         owners[ObjectKey(entityId: r.entityId, id: id), default: 0] += 1
     }
 
     /// Every object of every entity: decodes, collects ids, expected backlink and index entries.
     private mutating func scanObjects() throws {
-        let decoders = records.mapValues { StoredObjectDecoder($0) }
-        let indexes = records.compactMapValues { EntityIndexes($0) }
+        let decoders = catalog.decoders, indexes = catalog.indexes
         guard let it = try store.makeIterator(.objects, in: transaction) else { return }
         try it.seekToFirst()
         while it.isValid {

@@ -148,6 +148,19 @@ extension Store {
         return id
     }
 
+    /// The value of the index entry at `key` as `t` sees it, or nil when there is none.
+    func indexEntry(ofKey key: [UInt8], in t: Transaction?) throws(StrataError) -> [UInt8]? {
+        guard let indexSpace else { return nil }
+        if let overlay = t?.overlay {
+            switch key.withUnsafeBytes({ overlay.indexes.lookup($0) }) {
+            case .removed: return nil
+            case let .value(v): return Array(v)
+            case .absent: break
+            }
+        }
+        do { return try engine.get(key, in: indexSpace, snapshot: t?.snapshot) } catch { throw StrataError(error) }
+    }
+
     /// The object ids of the index entries with keys in `lower..<upper` as `t` sees them, in
     /// key order.
     func indexedIds(from lower: [UInt8], to upper: [UInt8]?, keyedByValue: Bool, in t: Transaction?) throws(StrataError) -> [Id] {
