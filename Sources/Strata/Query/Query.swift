@@ -21,12 +21,16 @@ public final class Query<T: Entity> {
     private(set) var condition: ConditionNode
     let orderings: [QueryOrdering]
     let links: [QueryLink]
+    /// Every entity whose changes can change the results (its own, those its links and
+    /// orderings read): what an observation of the query watches.
+    let readEntities: Set<String>
     /// What stays the same from run to run: the index plan (until a parameter changes) and
     /// the matcher.
     private let reuse = QueryRun.Reuse()
 
-    init(box: Box<T>, condition: ConditionNode, orderings: [QueryOrdering], links: [QueryLink]) {
+    init(box: Box<T>, condition: ConditionNode, orderings: [QueryOrdering], links: [QueryLink], readEntities: Set<String>) {
         self.box = box
+        self.readEntities = readEntities
         self.condition = condition
         self.orderings = orderings
         self.links = links

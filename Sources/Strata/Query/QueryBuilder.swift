@@ -18,6 +18,9 @@ public struct QueryBuilder<T: Entity> {
     var condition: ConditionNode
     var orderings: [QueryOrdering] = []
     var links: [QueryLink] = []
+    /// The other entities the query reads (through links and orderings): a commit that
+    /// changes them may change its results.
+    var relatedEntities: Set<String> = []
 
     /// Sorts by `property` (ties by the next ordering, finally by id). Nil sorts first.
     public func ordered<V>(by property: Property<T, V>, _ direction: SortDirection = .ascending) -> QueryBuilder {
@@ -35,6 +38,7 @@ public struct QueryBuilder<T: Entity> {
             try QueryRun.fieldValues(of: R.self, ids: ids, slot: property.slot, store: store, in: t)
         }
         b.orderings.append(QueryOrdering(slot: relation.slot, related: related, descending: direction == .descending))
+        b.relatedEntities.insert(R._strataSchema.name)
         return b
     }
 
@@ -44,6 +48,7 @@ public struct QueryBuilder<T: Entity> {
         var b = self
         let inner = condition().node
         let field = relation.field
+        b.relatedEntities.insert(R._strataSchema.name)
         b.links.append(QueryLink { source, store, t throws(StrataError) in
             guard let field else { throw .invalidQuery(reason: "\(relation.name) is not a stored relation") }
             let targets = try QueryRun.matchingIds(of: R.self, condition: inner, store: store, in: t)
@@ -59,6 +64,7 @@ public struct QueryBuilder<T: Entity> {
         var b = self
         let inner = condition().node
         let slot = relation.slot
+        b.relatedEntities.insert(R._strataSchema.name)
         b.links.append(QueryLink { source, store, t throws(StrataError) in
             switch slot {
             case let .field(field):
@@ -90,7 +96,8 @@ public struct QueryBuilder<T: Entity> {
     /// The query, ready to run any number of times.
     public func build() throws(StrataError) -> Query<T> {
         _ = try box.store.binding(for: T.self).get()
-        return Query(box: box, condition: condition, orderings: orderings, links: links)
+        return Query(box: box, condition: condition, orderings: orderings, links: links,
+                     readEntities: relatedEntities.union([T._strataSchema.name]))
     }
 }
 

@@ -46,6 +46,10 @@ public final class Store: @unchecked Sendable {
     let catalog: LockedValue<Catalog>
     /// What the last commit that changed anything changed (the input of change observation).
     let committedChanges = LockedValue(ChangeSet())
+    /// The change observers, and the commits waiting to reach them.
+    let changeHub = ChangeHub()
+    /// Where async transactions run.
+    let asyncQueues = AsyncQueues()
 
     /// Opens the store in `directoryPath`, creating the directory and the store if missing.
     ///
@@ -88,7 +92,10 @@ public final class Store: @unchecked Sendable {
         isReadOnly = options.readOnly
     }
 
-    deinit { engine.close() }
+    deinit {
+        changeHub.close()
+        engine.close()
+    }
 
     private static func keySpace(_ name: String, in engine: Engine) throws -> KeySpace {
         if let ks = engine.existingKeySpace(named: name) { return ks }
@@ -108,8 +115,10 @@ public final class Store: @unchecked Sendable {
     }
 
     /// Closes the store. Later calls on it, its boxes and transactions throw
-    /// ``StrataError/storeClosed``. Closing twice is harmless.
+    /// ``StrataError/storeClosed``. Every change observation ends: sequences finish (after the
+    /// changes they already hold), callbacks stop. Closing twice is harmless.
     public func close() {
+        changeHub.close()
         engine.close()
     }
 
@@ -175,7 +184,6 @@ public final class Store: @unchecked Sendable {
         guard !isReadOnly else { throw StrataError.readOnly }
         guard engine.isOpen else { throw StrataError.storeClosed }
         writeLock.lock()
-        defer { writeLock.unlock() }
         let transaction = Transaction(store: self, kind: .write, snapshot: nil)
         TransactionContext.push(transaction)
         let result: R
@@ -184,16 +192,24 @@ public final class Store: @unchecked Sendable {
         } catch {
             TransactionContext.pop()
             transaction.rollback()
+            writeLock.unlock()
             throw error
         }
         TransactionContext.pop()
         do {
             let changes = try transaction.commit(durability: durability)
-            if !changes.isEmpty { committedChanges.withLock { $0 = changes } }
+            if !changes.isEmpty {
+                committedChanges.withLock { $0 = changes }
+                // Queued in commit order under the lock; observers hear of it after it.
+                if changeHub.hasSubscribers { changeHub.enqueue(StoreChanges(changes, records: catalogRecordsById())) }
+            }
         } catch {
             transaction.rollback()
+            writeLock.unlock()
             throw StrataError(error)
         }
+        writeLock.unlock()
+        changeHub.deliverPending()
         return result
     }
 

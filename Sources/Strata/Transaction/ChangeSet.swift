@@ -23,6 +23,9 @@ struct ChangeSet: Sendable, Equatable {
     var entities: [UInt32: EntityChanges] = [:]
     /// For each relation that changed, the source objects whose side of it changed.
     var relations: [Relation: Set<Id>] = [:]
+    /// For each relation that changed, the targets that gained or lost a source (their
+    /// backlinks changed).
+    var relationTargets: [Relation: Set<Id>] = [:]
 
     var isEmpty: Bool { entities.isEmpty && relations.isEmpty }
 }

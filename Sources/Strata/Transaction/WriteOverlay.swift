@@ -187,6 +187,8 @@ final class WriteOverlay {
                 // The object whose relation changed: the list's owner, or the source of a
                 // reverse entry (its `b`).
                 changes.relations[relation, default: []].insert(key.kind == .toManyList ? key.a : key.b)
+                // A backlink or reverse entry names the target whose backlinks changed.
+                if key.kind != .toManyList { changes.relationTargets[relation, default: []].insert(key.a) }
             }
             node = edges.successor(node)
         }

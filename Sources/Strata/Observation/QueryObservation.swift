@@ -1,0 +1,111 @@
+import Dispatch
+
+/// A query's value now and after every commit that can change it, as an `AsyncSequence`: the
+/// first element is the value when iteration starts; each later one is read after one or more
+/// commits touched an entity the query reads (its own, and those its links and orderings
+/// read). Commits that land while the consumer is busy are coalesced into one new read, so a
+/// slow consumer always gets the latest value and never a backlog.
+///
+/// Get one with ``Query/observe()``, ``Query/observeCount()`` or ``Query/observeIds()``. Each
+/// value is read in the consuming task, from one consistent snapshot: objects never cross
+/// tasks. The sequence finishes when the store is closed, the task is cancelled, or it is
+/// released; a read that fails (for example a damaged object) throws from `next()`.
+///
+/// ```swift
+/// let big = try orders.query { Order.amount > 100 }.build()
+/// for try await list in big.observe() {
+///     render(list)            // now, then after every commit that touches orders
+/// }
+/// ```
+public struct QueryObservation<Value>: AsyncSequence {
+    public typealias Element = Value
+    public typealias Failure = StrataError
+
+    let query: AnyObject
+    let store: Store
+    let entities: Set<String>
+    let read: () throws(StrataError) -> Value
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let observation: QueryObservation
+        var registration: ObservationRegistration?
+        var started = false
+
+        public mutating func next() async throws(StrataError) -> Value? {
+            try await next(isolation: nil)
+        }
+
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(StrataError) -> Value? {
+            if !started {
+                started = true
+                // Registered before the first read: a commit between the two is not missed.
+                registration = try ObservationRegistration(hub: observation.store.changeHub,
+                                                           subscriber: ChangeSubscriber(entityNames: observation.entities))
+                return try observation.read()
+            }
+            guard let registration, await registration.subscriber.next() != nil else {
+                self.registration = nil
+                return nil
+            }
+            return try observation.read()
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(observation: self) }
+}
+
+/// A query and the serial queue it runs on: a `Query` is used by one thread at a time, and
+/// every use of this one is a block on `queue`.
+private final class QueryOnQueue<T: Entity>: @unchecked Sendable {
+    let query: Query<T>
+    init(_ query: Query<T>) { self.query = query }
+}
+
+extension Query {
+    /// Observes the matching objects (see ``QueryObservation``).
+    ///
+    /// ```swift
+    /// for try await customers in try customersBox.query { Customer.name.startsWith("A") }.build().observe() {
+    ///     print(customers.count)
+    /// }
+    /// ```
+    public func observe() -> QueryObservation<[T]> {
+        QueryObservation(query: self, store: box.store, entities: readEntities) { () throws(StrataError) in try self.find() }
+    }
+
+    /// Observes the number of matching objects (see ``QueryObservation``).
+    public func observeCount() -> QueryObservation<Int> {
+        QueryObservation(query: self, store: box.store, entities: readEntities) { () throws(StrataError) in try self.count() }
+    }
+
+    /// Observes the ids of the matching objects, in the query's order (see ``QueryObservation``).
+    public func observeIds() -> QueryObservation<[Id]> {
+        QueryObservation(query: self, store: box.store, entities: readEntities) { () throws(StrataError) in try self.findIds() }
+    }
+
+    /// Calls `callback` on `queue` (by default a serial queue of the observation's own) with
+    /// the matching objects now, and again after every commit that can change them; commits
+    /// that land while a call runs are coalesced into one later call. The query is used only
+    /// from that queue from now on: do not run it elsewhere while subscribed.
+    ///
+    /// Keep the token: releasing it or ``ObservationToken/cancel()`` ends the observation,
+    /// and so does closing the store. A read that fails is passed as `.failure`.
+    ///
+    /// ```swift
+    /// let token = try query.subscribe { result in
+    ///     if case let .success(orders) = result { print(orders.count) }
+    /// }
+    /// ```
+    public func subscribe(queue: DispatchQueue? = nil,
+                          _ callback: @escaping @Sendable (Result<[T], StrataError>) -> Void) throws(StrataError) -> ObservationToken {
+        try box.store.checkOpen()
+        let queue = queue ?? DispatchQueue(label: "strata.query-observer")
+        let q = QueryOnQueue(self)
+        let run: @Sendable () -> Void = { callback(Result { () throws(StrataError) in try q.query.find() }) }
+        let registration = try CallbackObservation.start(names: readEntities, hub: box.store.changeHub, queue: queue) { _ in run() }
+        queue.async {
+            if !registration.subscriber.isFinished { run() }
+        }
+        return ObservationToken(registration)
+    }
+}

@@ -1,0 +1,73 @@
+import Dispatch
+
+/// The transaction an async ``Store/write(_:)`` or ``Store/read(_:)`` body runs in, passed to
+/// it explicitly. It is valid only inside that body, on the thread running it: it is not
+/// `Sendable`, so the compiler keeps it (and the objects read through it) from escaping into
+/// another task.
+///
+/// ```swift
+/// let id = try await store.write { tx in
+///     try tx.box(for: Customer.self).put(Customer(name: "Ada"))
+/// }
+/// ```
+public struct StoreTransaction {
+    /// The store the transaction belongs to.
+    public let store: Store
+    /// Whether the body may write.
+    public let isWrite: Bool
+
+    /// The box of `type`; its calls run in this transaction.
+    public func box<T: Entity>(for type: T.Type) -> Box<T> { store.box(for: type) }
+}
+
+@available(*, unavailable, message: "a transaction belongs to the body it was passed to")
+extension StoreTransaction: Sendable {}
+
+extension Store {
+    /// Runs `body` in one write transaction on a thread of the store's, off the caller's: the
+    /// caller's task suspends (it blocks no thread) while the transaction waits for the write
+    /// lock, runs and commits, the commit's fsync included. Returns what `body` returns, or
+    /// throws what it throws (everything it wrote is then rolled back). Writers stay
+    /// serialised, whatever thread or task they come from.
+    ///
+    /// Throws `CancellationError` when the task is cancelled before the transaction starts.
+    ///
+    /// ```swift
+    /// let id = try await store.write { tx in
+    ///     let c = Customer(name: "Ada")
+    ///     return try tx.box(for: Customer.self).put(c)
+    /// }
+    /// ```
+    public func write<R: Sendable>(_ body: @escaping @Sendable (StoreTransaction) throws -> R) async throws -> R {
+        try await runOff(asyncQueues.writes) { [self] in
+            try runInTransaction { try body(StoreTransaction(store: self, isWrite: true)) }
+        }
+    }
+
+    /// Runs `body` against one consistent snapshot on a thread of the store's, off the
+    /// caller's; reads run in parallel with each other and with writers.
+    ///
+    /// ```swift
+    /// let names = try await store.read { tx in try tx.box(for: Customer.self).all().map(\.name) }
+    /// ```
+    public func read<R: Sendable>(_ body: @escaping @Sendable (StoreTransaction) throws -> R) async throws -> R {
+        try await runOff(asyncQueues.reads) { [self] in
+            try runInReadOnlyTransaction { try body(StoreTransaction(store: self, isWrite: false)) }
+        }
+    }
+
+    private func runOff<R: Sendable>(_ queue: DispatchQueue, _ work: @escaping @Sendable () throws -> R) async throws -> R {
+        try Task.checkCancellation()
+        try checkOpen()
+        return try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+}
+
+/// The queues async transactions run on. Writes go through one serial queue: they would
+/// only wait for the write lock on many threads otherwise. Reads share a concurrent one.
+struct AsyncQueues: Sendable {
+    let writes = DispatchQueue(label: "strata.writes")
+    let reads = DispatchQueue(label: "strata.reads", attributes: .concurrent)
+}
