@@ -10,6 +10,8 @@ let package = Package(
     dependencies: [
         .package(name: "Strata", path: ".."),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // Latency percentiles of the observation benchmark.
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         .systemLibrary(
@@ -33,6 +35,7 @@ let package = Package(
                 "BenchSupport",
                 .product(name: "Strata", package: "Strata"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             path: "Sources/ObjectsBench"
         ),

@@ -4,6 +4,7 @@ import Foundation
 // run, alternating systems within each repetition; prints medians and Strata/GRDB ratios.
 //
 //   strata-objects-bench [--flat N] [--reps R] [--only strata|grdb] [--stop-after PHASE] [--durability D]
+//   strata-objects-bench observe [--puts N] [--reps R] [--durability D]   (change observation's cost)
 //   strata-objects-bench graph [--scale X] [--reps R] [--only strata|grdb] [--durability D]
 //   strata-objects-bench graph-child SYSTEM DIR SCALE      (internal: one run, JSON out)
 //
@@ -64,18 +65,22 @@ var stopAfter: FlatCrudPhase?
 var args = Array(CommandLine.arguments.dropFirst())
 let graphMode = args.first == "graph"
 if graphMode { args.removeFirst() }
+let observeMode = args.first == "observe"
+if observeMode { args.removeFirst() }
+var observePuts = 20_000
 var scale = 1.0
 while args.count >= 2 {
     let flag = args.removeFirst(), value = args.removeFirst()
     switch flag {
     case "--flat": flatCount = Int(value) ?? flatCount
+    case "--puts" where (Int(value) ?? 0) > 0: observePuts = Int(value)!
     case "--reps": reps = max(1, Int(value) ?? reps)
     case "--scale" where (Double(value) ?? 0) > 0: scale = Double(value)!
     case "--only" where ["strata", "grdb"].contains(value): only = value
     case "--stop-after" where FlatCrudPhase(rawValue: value) != nil: stopAfter = FlatCrudPhase(rawValue: value)
     case "--durability" where BenchDurability(rawValue: value) != nil: setenv(BenchDurability.environmentKey, value, 1)
     default:
-        print("usage: strata-objects-bench [graph] [--flat N | --scale X] [--reps R] [--only strata|grdb] [--stop-after PHASE] [--durability matched|sync]")
+        print("usage: strata-objects-bench [graph | observe] [--flat N | --puts N | --scale X] [--reps R] [--only strata|grdb] [--stop-after PHASE] [--durability matched|sync]")
         exit(2)
     }
 }
@@ -115,6 +120,16 @@ func runFlat<S: FlatCrudSystem>(_: S.Type, count: Int) throws -> [FlatCrudPhase:
 func median(_ xs: [Double]) -> Double {
     let s = xs.sorted()
     return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+}
+
+if observeMode {
+    do {
+        try ObservationBench.run(reps: reps, puts: observePuts)
+    } catch {
+        FileHandle.standardError.write("observation benchmark failed: \(error)\n".data(using: .utf8)!)
+        exit(1)
+    }
+    exit(0)
 }
 
 if graphMode {

@@ -1,4 +1,4 @@
-import Synchronization
+import StrataStorage
 
 /// Hands each commit's changes to the store's observers, in commit order, after the commit is
 /// durable and outside the write lock.
@@ -8,6 +8,7 @@ import Synchronization
 /// Whoever delivers drains the whole queue, and a writer that finds a delivery under way leaves
 /// its commit to it: delivery is ordered without anyone waiting for anyone. Delivering only
 /// merges into each observer's mailbox (``ChangeSubscriber``): observers run elsewhere.
+/// State sits behind a pthread mutex (`LockedValue`), which ThreadSanitizer sees.
 final class ChangeHub: Sendable {
     private struct State {
         var subscribers: [UInt64: ChangeSubscriber] = [:]
@@ -17,7 +18,7 @@ final class ChangeHub: Sendable {
         var closed = false
     }
 
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     /// Whether anyone observes: commits skip building their public changes when nobody does.
     var hasSubscribers: Bool { state.withLock { !$0.subscribers.isEmpty } }

@@ -1,4 +1,4 @@
-import Synchronization
+import StrataStorage
 
 /// One observer's mailbox: the changes of the entities it watches, merged until it takes them.
 /// Offering never blocks and never waits for the observer, and the mailbox holds at most one
@@ -17,7 +17,7 @@ final class ChangeSubscriber: Sendable {
     }
 
     let entityNames: Set<String>
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     private let wake: (@Sendable () -> Void)?
 
     init(entityNames: Set<String>, wake: (@Sendable () -> Void)? = nil) {
