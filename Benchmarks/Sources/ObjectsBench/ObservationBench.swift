@@ -7,10 +7,11 @@ import Synchronization
 // `strata-objects-bench observe`: what change observation costs a writer, and how soon an
 // observer hears of a commit.
 //
-// - put throughput: P puts of one order each (one commit per put), with no observer and with 10
-//   query observers (`Query.subscribe`, an indexed equality query each, re-run after every
-//   coalesced batch of commits on its own queue); medians over the repetitions, runs
-//   alternated so drift hits both alike.
+// - put throughput: P puts of one order each (one commit per put), with no observer, with 10
+//   change observers (`Store.subscribe`, callbacks that count) and with 10 query observers
+//   (`Query.subscribe`, an indexed equality query each, re-run after every coalesced batch of
+//   commits on its own queue); medians over the repetitions, runs alternated so drift hits
+//   all alike.
 // - latency: one callback observer (`Store.subscribe`); the writer waits for each notification
 //   before the next put, and the time from the call to `put` until the callback starts goes
 //   into an HDR histogram (median, p99, max).
@@ -23,7 +24,9 @@ final class ObservedOrder {
 }
 
 enum ObservationBench {
-    static func putThroughput(observers: Int, puts: Int) throws -> Double {
+    enum Observers { case none, changes, queries }
+
+    static func putThroughput(_ kind: Observers, puts: Int) throws -> Double {
         let dir = NSTemporaryDirectory() + "strata-observe-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let store = try Store(directoryPath: dir, options: BenchDurability.current.strataOptions)
@@ -31,9 +34,13 @@ enum ObservationBench {
         let box = store.box(for: ObservedOrder.self)
         let runs = Atomic<Int>(0)
         var tokens: [ObservationToken] = []
-        for i in 0..<observers {
-            let query = try box.query { ObservedOrder.bucket == Int64(i) }.build()
-            tokens.append(try query.subscribe { _ in runs.add(1, ordering: .relaxed) })
+        for i in 0..<(kind == .none ? 0 : 10) {
+            if kind == .changes {
+                tokens.append(try store.subscribe(to: ObservedOrder.self) { _ in runs.add(1, ordering: .relaxed) })
+            } else {
+                let query = try box.query { ObservedOrder.bucket == Int64(i) }.build()
+                tokens.append(try query.subscribe { _ in runs.add(1, ordering: .relaxed) })
+            }
         }
         let start = DispatchTime.now().uptimeNanoseconds
         for i in 0..<puts {
@@ -73,10 +80,11 @@ enum ObservationBench {
     }
 
     static func run(reps: Int, puts: Int) throws {
-        var plain: [Double] = [], observed: [Double] = []
+        var plain: [Double] = [], changes: [Double] = [], observed: [Double] = []
         for _ in 0..<reps {
-            plain.append(try putThroughput(observers: 0, puts: puts))
-            observed.append(try putThroughput(observers: 10, puts: puts))
+            plain.append(try putThroughput(.none, puts: puts))
+            changes.append(try putThroughput(.changes, puts: puts))
+            observed.append(try putThroughput(.queries, puts: puts))
         }
         let h = try latency(samples: 10_000)
         print("change observation, \(puts) puts of one object each (one commit per put), \(reps) repetition(s), medians; "
@@ -84,8 +92,10 @@ enum ObservationBench {
         print("| measure | value |")
         print("|---|---:|")
         print("| puts/s, no observer | \(Int(median(plain))) (\(plain.map { String(Int($0)) }.joined(separator: " / "))) |")
+        print("| puts/s, 10 change observers (callbacks) | \(Int(median(changes))) (\(changes.map { String(Int($0)) }.joined(separator: " / "))) |")
+        print(String(format: "| cost of 10 change observers | %.1f%% |", (1 - median(changes) / median(plain)) * 100))
         print("| puts/s, 10 query observers | \(Int(median(observed))) (\(observed.map { String(Int($0)) }.joined(separator: " / "))) |")
-        print(String(format: "| cost of 10 observers | %.1f%% |", (1 - median(observed) / median(plain)) * 100))
+        print(String(format: "| cost of 10 query observers | %.1f%% |", (1 - median(observed) / median(plain)) * 100))
         print(String(format: "| put call → callback, median | %.1f µs |", Double(h.valueAtPercentile(50)) / 1e3))
         print(String(format: "| put call → callback, p99 | %.1f µs |", Double(h.valueAtPercentile(99)) / 1e3))
         print(String(format: "| put call → callback, max | %.1f µs |", Double(h.max) / 1e3))

@@ -101,11 +101,6 @@ extension Store {
         catalog.withLock { Array($0.records.values) }
     }
 
-    /// Every persisted entity record, by entity id.
-    func catalogRecordsById() -> [UInt32: EntityRecord] {
-        catalog.withLock { c in Dictionary(uniqueKeysWithValues: c.records.values.map { ($0.entityId, $0) }) }
-    }
-
     /// The persisted record of an entity, by name.
     func record(named name: String) -> EntityRecord? {
         catalog.withLock { $0.records[name] }

@@ -47,7 +47,7 @@ public final class Store: @unchecked Sendable {
     /// What the last commit that changed anything changed (the input of change observation).
     let committedChanges = LockedValue(ChangeSet())
     /// The change observers, and the commits waiting to reach them.
-    let changeHub = ChangeHub()
+    let changeHub: ChangeHub
     /// Where async transactions run.
     let asyncQueues = AsyncQueues()
 
@@ -86,6 +86,7 @@ public final class Store: @unchecked Sendable {
         } catch {
             throw StrataError(error)
         }
+        changeHub = ChangeHub(catalog: catalog)
         self.directoryPath = directoryPath
         indexProgress = options.indexProgress
         durability = options.durability
@@ -196,12 +197,13 @@ public final class Store: @unchecked Sendable {
             throw error
         }
         TransactionContext.pop()
+        var changes = ChangeSet(), sequence: UInt64?
         do {
-            let changes = try transaction.commit(durability: durability)
+            changes = try transaction.commit(durability: durability)
             if !changes.isEmpty {
                 committedChanges.withLock { $0 = changes }
-                // Queued in commit order under the lock; observers hear of it after it.
-                if changeHub.hasSubscribers { changeHub.enqueue(StoreChanges(changes, records: catalogRecordsById())) }
+                // Numbered in commit order under the lock; handed to observers after it.
+                if changeHub.hasSubscribers { sequence = changeHub.reserve() }
             }
         } catch {
             transaction.rollback()
@@ -209,7 +211,7 @@ public final class Store: @unchecked Sendable {
             throw StrataError(error)
         }
         writeLock.unlock()
-        changeHub.deliverPending()
+        if let sequence { changeHub.publish(sequence, changes) }
         return result
     }
 
