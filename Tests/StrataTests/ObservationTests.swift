@@ -255,6 +255,24 @@ import Testing
         #expect(try await counts.next() == nil)
     }
 
+    @Test func queryReadsAreAtLeastTheMinimumIntervalApart() async throws {
+        let dir = TemporaryDirectory()
+        let store = try open(dir)
+        defer { store.close() }
+        let notes = store.box(for: Note.self)
+        var counts = try notes.query { Note.text.startsWith("n") }.build()
+            .observeCount(minimumInterval: .milliseconds(500)).makeAsyncIterator()
+        let start = ContinuousClock.now
+        #expect(try await counts.next() == 0)
+        for i in 0..<50 {
+            var n = Note(text: "n\(i)")
+            try notes.put(&n)                      // 50 commits well inside the interval
+        }
+        // One read for all of them, once the interval since the first read is over.
+        #expect(try await counts.next() == 50)
+        #expect(ContinuousClock.now - start >= .milliseconds(500))
+    }
+
     @Test func querySubscriptionCallsBackWithResults() throws {
         let dir = TemporaryDirectory()
         let store = try open(dir)

@@ -126,16 +126,28 @@ extension Store {
 /// Runs an observation's callback on a serial queue: at most one call scheduled or running at
 /// a time, each taking everything merged since the previous one.
 enum CallbackObservation {
+    /// `delay`, when given, says how long to wait before the next call (nil: call now); the
+    /// changes that land meanwhile are merged into that call.
     static func start(names: Set<String>, hub: ChangeHub, queue: DispatchQueue?,
-                      _ deliver: @escaping @Sendable (StoreChanges) -> Void) throws(StrataError) -> ObservationRegistration {
+                      _ deliver: @escaping @Sendable (StoreChanges) -> Void,
+                      delay: (@Sendable () -> Duration?)? = nil) throws(StrataError) -> ObservationRegistration {
         let queue = queue ?? DispatchQueue(label: "strata.observer")
         // The mailbox calls `wake` when it goes from empty to full: one block is scheduled
         // per batch, and it drains what is there when it runs.
         let box = WeakSubscriber()
+        let drain: @Sendable () -> Void = {
+            guard let s = box.subscriber, !s.isFinished, let changes = s.take() else { return }
+            deliver(changes)
+        }
         let subscriber = ChangeSubscriber(entityNames: names) {
             queue.async {
-                guard let s = box.subscriber, !s.isFinished, let changes = s.take() else { return }
-                deliver(changes)
+                if let wait = delay?(), wait > .zero {
+                    let (seconds, attoseconds) = wait.components
+                    let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+                    queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: drain)
+                } else {
+                    drain()
+                }
             }
         }
         box.subscriber = subscriber

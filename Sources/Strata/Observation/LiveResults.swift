@@ -4,7 +4,8 @@ import Observation
 /// A query's results that stay current, for SwiftUI (`@Observable`): a view that reads
 /// ``objects`` is redrawn after every commit that changes them. It lives on the main actor,
 /// where it runs the query: at creation, and once per burst of commits (commits that land
-/// before the main actor gets to it are coalesced into one run).
+/// before the main actor gets to it are coalesced into one run), runs at least
+/// `minimumInterval` apart (see ``QueryObservation``).
 ///
 /// ```swift
 /// @MainActor @Observable final class OrdersModel {
@@ -34,14 +35,22 @@ public final class LiveResults<T: Entity> {
 
     @ObservationIgnored private let query: Query<T>
     @ObservationIgnored private var registration: ObservationRegistration?
+    @ObservationIgnored private let minimumInterval: Duration
+    @ObservationIgnored private var lastRun = ContinuousClock.now
 
     /// Runs `query` now and keeps its results current. Throws ``StrataError/storeClosed`` on a
     /// closed store, or what the first run throws.
-    public init(_ query: Query<T>) throws(StrataError) {
+    public init(_ query: Query<T>, minimumInterval: Duration = QueryObservationDefaults.minimumInterval) throws(StrataError) {
         self.query = query
+        self.minimumInterval = minimumInterval
         let weak = WeakLiveResults<T>()
         let subscriber = ChangeSubscriber(entityNames: query.readEntities) {
-            Task { @MainActor in weak.target?.refresh() }
+            Task { @MainActor in
+                if let due = weak.target.map({ $0.lastRun + $0.minimumInterval }), due > .now {
+                    try? await Task.sleep(until: due, clock: .continuous)
+                }
+                weak.target?.refresh()
+            }
         }
         registration = try ObservationRegistration(hub: query.box.store.changeHub, subscriber: subscriber)
         objects = try query.find()
@@ -58,6 +67,7 @@ public final class LiveResults<T: Entity> {
     private func refresh() {
         // Everything merged since the last run is taken at once: one run per burst.
         guard let registration, registration.subscriber.take() != nil else { return }
+        lastRun = .now
         do {
             objects = try query.find()
             error = nil

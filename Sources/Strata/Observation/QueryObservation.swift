@@ -1,10 +1,16 @@
 import Dispatch
+import StrataStorage
 
 /// A query's value now and after every commit that can change it, as an `AsyncSequence`: the
 /// first element is the value when iteration starts; each later one is read after one or more
 /// commits touched an entity the query reads (its own, and those its links and orderings
 /// read). Commits that land while the consumer is busy are coalesced into one new read, so a
 /// slow consumer always gets the latest value and never a backlog.
+///
+/// Reads are at least `minimumInterval` apart (5 ms by default, under a display frame): a
+/// commit that follows a read by longer is read at once; commits that follow closely wait for
+/// the end of the interval and are read together. Without it, every observer re-reads after
+/// every commit of a fast writer and their reads take the writer's CPU.
 ///
 /// Get one with ``Query/observe()``, ``Query/observeCount()`` or ``Query/observeIds()``. Each
 /// value is read in the consuming task, from one consistent snapshot: objects never cross
@@ -21,15 +27,16 @@ public struct QueryObservation<Value>: AsyncSequence {
     public typealias Element = Value
     public typealias Failure = StrataError
 
-    let query: AnyObject
     let store: Store
     let entities: Set<String>
+    let minimumInterval: Duration
     let read: () throws(StrataError) -> Value
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         let observation: QueryObservation
         var registration: ObservationRegistration?
         var started = false
+        var lastRead = ContinuousClock.now
 
         public mutating func next() async throws(StrataError) -> Value? {
             try await next(isolation: nil)
@@ -41,17 +48,34 @@ public struct QueryObservation<Value>: AsyncSequence {
                 // Registered before the first read: a commit between the two is not missed.
                 registration = try ObservationRegistration(hub: observation.store.changeHub,
                                                            subscriber: ChangeSubscriber(entityNames: observation.entities))
+                lastRead = .now
                 return try observation.read()
             }
             guard let registration, await registration.subscriber.next() != nil else {
                 self.registration = nil
                 return nil
             }
+            let due = lastRead + observation.minimumInterval
+            if due > .now {
+                // Later commits merge meanwhile; cancellation ends the wait and the sequence.
+                do { try await Task.sleep(until: due, clock: .continuous) } catch {
+                    self.registration = nil
+                    return nil
+                }
+                _ = registration.subscriber.take()
+            }
+            lastRead = .now
             return try observation.read()
         }
     }
 
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(observation: self) }
+}
+
+/// The defaults of query observation.
+public enum QueryObservationDefaults {
+    /// The shortest time between two reads of an observed query: 5 ms.
+    public static let minimumInterval: Duration = .milliseconds(5)
 }
 
 /// A query and the serial queue it runs on: a `Query` is used by one thread at a time, and
@@ -69,24 +93,31 @@ extension Query {
     ///     print(customers.count)
     /// }
     /// ```
-    public func observe() -> QueryObservation<[T]> {
-        QueryObservation(query: self, store: box.store, entities: readEntities) { () throws(StrataError) in try self.find() }
+    public func observe(minimumInterval: Duration = QueryObservationDefaults.minimumInterval) -> QueryObservation<[T]> {
+        QueryObservation(store: box.store, entities: readEntities, minimumInterval: minimumInterval) { () throws(StrataError) in
+            try self.find()
+        }
     }
 
     /// Observes the number of matching objects (see ``QueryObservation``).
-    public func observeCount() -> QueryObservation<Int> {
-        QueryObservation(query: self, store: box.store, entities: readEntities) { () throws(StrataError) in try self.count() }
+    public func observeCount(minimumInterval: Duration = QueryObservationDefaults.minimumInterval) -> QueryObservation<Int> {
+        QueryObservation(store: box.store, entities: readEntities, minimumInterval: minimumInterval) { () throws(StrataError) in
+            try self.count()
+        }
     }
 
     /// Observes the ids of the matching objects, in the query's order (see ``QueryObservation``).
-    public func observeIds() -> QueryObservation<[Id]> {
-        QueryObservation(query: self, store: box.store, entities: readEntities) { () throws(StrataError) in try self.findIds() }
+    public func observeIds(minimumInterval: Duration = QueryObservationDefaults.minimumInterval) -> QueryObservation<[Id]> {
+        QueryObservation(store: box.store, entities: readEntities, minimumInterval: minimumInterval) { () throws(StrataError) in
+            try self.findIds()
+        }
     }
 
     /// Calls `callback` on `queue` (by default a serial queue of the observation's own) with
     /// the matching objects now, and again after every commit that can change them; commits
-    /// that land while a call runs are coalesced into one later call. The query is used only
-    /// from that queue from now on: do not run it elsewhere while subscribed.
+    /// that land while a call runs are coalesced into one later call, and calls are at least
+    /// `minimumInterval` apart (see ``QueryObservation``). The query is used only from that
+    /// queue from now on: do not run it elsewhere while subscribed.
     ///
     /// Keep the token: releasing it or ``ObservationToken/cancel()`` ends the observation,
     /// and so does closing the store. A read that fails is passed as `.failure`.
@@ -96,13 +127,22 @@ extension Query {
     ///     if case let .success(orders) = result { print(orders.count) }
     /// }
     /// ```
-    public func subscribe(queue: DispatchQueue? = nil,
+    public func subscribe(queue: DispatchQueue? = nil, minimumInterval: Duration = QueryObservationDefaults.minimumInterval,
                           _ callback: @escaping @Sendable (Result<[T], StrataError>) -> Void) throws(StrataError) -> ObservationToken {
         try box.store.checkOpen()
         let queue = queue ?? DispatchQueue(label: "strata.query-observer")
         let q = QueryOnQueue(self)
-        let run: @Sendable () -> Void = { callback(Result { () throws(StrataError) in try q.query.find() }) }
-        let registration = try CallbackObservation.start(names: readEntities, hub: box.store.changeHub, queue: queue) { _ in run() }
+        let lastRun = LockedValue(ContinuousClock.now)
+        let run: @Sendable () -> Void = {
+            lastRun.withLock { $0 = .now }
+            callback(Result { () throws(StrataError) in try q.query.find() })
+        }
+        let registration = try CallbackObservation.start(names: readEntities, hub: box.store.changeHub, queue: queue) { _ in
+            run()
+        } delay: {
+            let due = lastRun.withLock { $0 } + minimumInterval
+            return due > .now ? ContinuousClock.now.duration(to: due) : nil
+        }
         queue.async {
             if !registration.subscriber.isFinished { run() }
         }
