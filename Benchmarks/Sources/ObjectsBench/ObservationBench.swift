@@ -26,7 +26,15 @@ final class ObservedOrder {
 enum ObservationBench {
     enum Observers { case none, changes, queries }
 
-    static func putThroughput(_ kind: Observers, puts: Int) throws -> Double {
+    /// CPU time of the calling thread, in nanoseconds.
+    static func threadCPU() -> UInt64 {
+        var t = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+        return UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_nsec)
+    }
+
+    /// Puts per second, and the writer thread's CPU nanoseconds per put.
+    static func putThroughput(_ kind: Observers, puts: Int) throws -> (rate: Double, cpu: Double) {
         let dir = NSTemporaryDirectory() + "strata-observe-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let store = try Store(directoryPath: dir, options: BenchDurability.current.strataOptions)
@@ -42,7 +50,7 @@ enum ObservationBench {
                 tokens.append(try query.subscribe { _ in runs.add(1, ordering: .relaxed) })
             }
         }
-        let start = DispatchTime.now().uptimeNanoseconds
+        let start = DispatchTime.now().uptimeNanoseconds, cpu = threadCPU()
         for i in 0..<puts {
             let o = ObservedOrder()
             o.bucket = Int64(i % 100)
@@ -50,8 +58,9 @@ enum ObservationBench {
             try box.put(o)
         }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let cpuPerPut = Double(threadCPU() - cpu) / Double(puts)
         tokens.forEach { $0.cancel() }
-        return Double(puts) / elapsed
+        return (Double(puts) / elapsed, cpuPerPut)
     }
 
     static func latency(samples: Int) throws -> Histogram<UInt64> {
@@ -81,10 +90,17 @@ enum ObservationBench {
 
     static func run(reps: Int, puts: Int) throws {
         var plain: [Double] = [], changes: [Double] = [], observed: [Double] = []
+        var cpu: [Observers: [Double]] = [:]
         for _ in 0..<reps {
-            plain.append(try putThroughput(.none, puts: puts))
-            changes.append(try putThroughput(.changes, puts: puts))
-            observed.append(try putThroughput(.queries, puts: puts))
+            for kind in [Observers.none, .changes, .queries] {
+                let (rate, perPut) = try putThroughput(kind, puts: puts)
+                cpu[kind, default: []].append(perPut)
+                switch kind {
+                case .none: plain.append(rate)
+                case .changes: changes.append(rate)
+                case .queries: observed.append(rate)
+                }
+            }
         }
         let h = try latency(samples: 10_000)
         print("change observation, \(puts) puts of one object each (one commit per put), \(reps) repetition(s), medians; "
@@ -96,6 +112,8 @@ enum ObservationBench {
         print(String(format: "| cost of 10 change observers | %.1f%% |", (1 - median(changes) / median(plain)) * 100))
         print("| puts/s, 10 query observers | \(Int(median(observed))) (\(observed.map { String(Int($0)) }.joined(separator: " / "))) |")
         print(String(format: "| cost of 10 query observers | %.1f%% |", (1 - median(observed) / median(plain)) * 100))
+        print(String(format: "| writer CPU per put: none / 10 change / 10 query observers | %.2f / %.2f / %.2f µs |",
+                     median(cpu[.none]!) / 1e3, median(cpu[.changes]!) / 1e3, median(cpu[.queries]!) / 1e3))
         print(String(format: "| put call → callback, median | %.1f µs |", Double(h.valueAtPercentile(50)) / 1e3))
         print(String(format: "| put call → callback, p99 | %.1f µs |", Double(h.valueAtPercentile(99)) / 1e3))
         print(String(format: "| put call → callback, max | %.1f µs |", Double(h.max) / 1e3))

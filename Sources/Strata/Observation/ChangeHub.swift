@@ -82,30 +82,39 @@ final class ChangeHub: Sendable {
         if schedule { queue.async { self.deliver() } }
     }
 
-    /// Delivers every commit that is next in order. Runs on `queue`.
+    /// Delivers every commit that is next in order. Runs on `queue`. The commits found waiting
+    /// together are merged into one value before the observers are offered it: a burst costs
+    /// one round of offers (and of observer wake-ups), not one per commit.
     private func deliver() {
         var names: [UInt32: EntityRecord]?
         while true {
             // Finding nothing deliverable and giving up the delivery happen under one lock: a
             // commit handed over after that schedules a new delivery.
-            let next = state.withLock { s -> (ChangeSet, [ChangeSubscriber])? in
-                guard !s.closed, let changes = s.pending.removeValue(forKey: s.nextToDeliver) else {
+            let next = state.withLock { s -> ([ChangeSet], [ChangeSubscriber])? in
+                var sets: [ChangeSet] = []
+                while !s.closed, let changes = s.pending.removeValue(forKey: s.nextToDeliver) {
+                    sets.append(changes)
+                    s.nextToDeliver += 1
+                }
+                guard !sets.isEmpty else {
                     s.deliveryScheduled = false
                     return nil
                 }
-                s.nextToDeliver += 1
-                return (changes, Array(s.subscribers.values))
+                return (sets, Array(s.subscribers.values))
             }
-            guard let (set, subscribers) = next else { return }
+            guard let (sets, subscribers) = next else { return }
             if subscribers.isEmpty { continue }
-            // Entity ids never change meaning, so naming them after the commit is exact; the
-            // records are read again only for an entity bound since the last read.
-            if names == nil || set.entities.keys.contains(where: { names?[$0] == nil })
-                || set.relations.keys.contains(where: { names?[$0.entityId] == nil }) {
-                names = records()
+            var merged = StoreChanges()
+            for set in sets {
+                // Entity ids never change meaning, so naming them after the commit is exact;
+                // the records are read again only for an entity bound since the last read.
+                if names == nil || set.entities.keys.contains(where: { names?[$0] == nil })
+                    || set.relations.keys.contains(where: { names?[$0.entityId] == nil }) {
+                    names = records()
+                }
+                merged.merge(StoreChanges(set, records: names ?? [:]))
             }
-            let changes = StoreChanges(set, records: names ?? [:])
-            for subscriber in subscribers { subscriber.offer(changes) }
+            for subscriber in subscribers { subscriber.offer(merged) }
         }
     }
 

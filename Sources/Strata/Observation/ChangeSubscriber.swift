@@ -28,7 +28,8 @@ final class ChangeSubscriber: Sendable {
     /// Adds a commit's changes if they touch the watched entities.
     func offer(_ changes: StoreChanges) {
         guard changes.touches(entityNames) else { return }
-        let mine = changes.restricted(to: entityNames)
+        // Most observers watch every entity a commit touched: no copy then.
+        let mine = changes.entities.keys.allSatisfy(entityNames.contains) ? changes : changes.restricted(to: entityNames)
         let (resume, value, callWake) = state.withLock { s -> (CheckedContinuation<StoreChanges?, Never>?, StoreChanges?, Bool) in
             guard !s.finished else { return (nil, nil, false) }
             let wasEmpty = s.pending == nil
