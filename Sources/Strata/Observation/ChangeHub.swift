@@ -82,9 +82,10 @@ final class ChangeHub: Sendable {
         if schedule { queue.async { self.deliver() } }
     }
 
-    /// Delivers every commit that is next in order. Runs on `queue`. The commits found waiting
-    /// together are merged into one value before the observers are offered it: a burst costs
-    /// one round of offers (and of observer wake-ups), not one per commit.
+    /// Delivers every commit that is next in order. Runs on `queue`. Each commit goes into
+    /// the mailboxes one by one (so each observer counts only the commits it watches), but the
+    /// observers are woken once for all the commits found waiting together: a burst costs one
+    /// wake-up per observer, not one per commit.
     private func deliver() {
         var names: [UInt32: EntityRecord]?
         while true {
@@ -104,7 +105,7 @@ final class ChangeHub: Sendable {
             }
             guard let (sets, subscribers) = next else { return }
             if subscribers.isEmpty { continue }
-            var merged = StoreChanges()
+            var toWake = Set<ObjectIdentifier>()
             for set in sets {
                 // Entity ids never change meaning, so naming them after the commit is exact;
                 // the records are read again only for an entity bound since the last read.
@@ -112,9 +113,12 @@ final class ChangeHub: Sendable {
                     || set.relations.keys.contains(where: { names?[$0.entityId] == nil }) {
                     names = records()
                 }
-                merged.merge(StoreChanges(set, records: names ?? [:]))
+                let changes = StoreChanges(set, records: names ?? [:])
+                for subscriber in subscribers where subscriber.offer(changes, wake: false) {
+                    toWake.insert(ObjectIdentifier(subscriber))
+                }
             }
-            for subscriber in subscribers { subscriber.offer(merged) }
+            for subscriber in subscribers where toWake.contains(ObjectIdentifier(subscriber)) { subscriber.wakeUp() }
         }
     }
 

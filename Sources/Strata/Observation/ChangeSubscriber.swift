@@ -25,12 +25,15 @@ final class ChangeSubscriber: Sendable {
         self.wake = wake
     }
 
-    /// Adds a commit's changes if they touch the watched entities.
-    func offer(_ changes: StoreChanges) {
-        guard changes.touches(entityNames) else { return }
+    /// Adds a commit's changes if they touch the watched entities. With `wake` false, a
+    /// callback observer is not woken; the result says whether it needs ``wakeUp()`` (the
+    /// mailbox went from empty to full).
+    @discardableResult
+    func offer(_ changes: StoreChanges, wake: Bool = true) -> Bool {
+        guard changes.touches(entityNames) else { return false }
         // Most observers watch every entity a commit touched: no copy then.
         let mine = changes.entities.keys.allSatisfy(entityNames.contains) ? changes : changes.restricted(to: entityNames)
-        let (resume, value, callWake) = state.withLock { s -> (CheckedContinuation<StoreChanges?, Never>?, StoreChanges?, Bool) in
+        let (resume, value, needsWake) = state.withLock { s -> (CheckedContinuation<StoreChanges?, Never>?, StoreChanges?, Bool) in
             guard !s.finished else { return (nil, nil, false) }
             let wasEmpty = s.pending == nil
             if s.pending == nil { s.pending = mine } else { s.pending!.merge(mine) }
@@ -40,8 +43,12 @@ final class ChangeSubscriber: Sendable {
             return (w, s.pending, false)
         }
         resume?.resume(returning: value)
-        if callWake { wake?() }
+        if needsWake && wake { wakeUp() }
+        return needsWake
     }
+
+    /// Tells a callback observer that its mailbox holds changes.
+    func wakeUp() { self.wake?() }
 
     /// Takes what is pending, or nil.
     func take() -> StoreChanges? {
