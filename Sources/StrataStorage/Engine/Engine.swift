@@ -6,11 +6,35 @@ final class ReadView: Sendable {
     let memtables: [UInt32: Memtable]
     let immutables: [UInt32: Memtable]?
     let version: Version
+    /// The same memtables by key space id (ids are small and dense): a point read indexes an
+    /// array instead of hashing the id into a dictionary, twice.
+    private let memtableById: [Memtable?]
+    private let immutableById: [Memtable?]
 
     init(memtables: [UInt32: Memtable], immutables: [UInt32: Memtable]?, version: Version) {
         self.memtables = memtables
         self.immutables = immutables
         self.version = version
+        memtableById = Self.dense(memtables)
+        immutableById = Self.dense(immutables ?? [:])
+    }
+
+    private static func dense(_ tables: [UInt32: Memtable]) -> [Memtable?] {
+        // Ids past this are looked up in the dictionaries (never seen: ids are given in order).
+        let count = Int(min(tables.keys.max().map { $0 + 1 } ?? 0, 4_096))
+        var out = [Memtable?](repeating: nil, count: count)
+        for (id, table) in tables where Int(id) < count { out[Int(id)] = table }
+        return out
+    }
+
+    @inline(__always)
+    func memtable(_ keySpaceId: UInt32) -> Memtable? {
+        Int(keySpaceId) < memtableById.count ? memtableById[Int(keySpaceId)] : memtables[keySpaceId]
+    }
+
+    @inline(__always)
+    func immutable(_ keySpaceId: UInt32) -> Memtable? {
+        Int(keySpaceId) < immutableById.count ? immutableById[Int(keySpaceId)] : immutables?[keySpaceId]
     }
 }
 

@@ -29,8 +29,8 @@ extension Engine {
             throw StorageError.keyTooLarge(size: longest, limit: StorageLimits.maxKeyBytes)
         }
         let (view, sequence) = readState(snapshot)
-        guard let mem = view.memtables[keySpace.id] else { throw StorageError.unknownKeySpace(keySpace.name) }
-        let imm = view.immutables?[keySpace.id]
+        guard let mem = view.memtable(keySpace.id) else { throw StorageError.unknownKeySpace(keySpace.name) }
+        let imm = view.immutable(keySpace.id)
         let group = min(Self.batchReadGroup, keys.count)
         let stride = longest + InternalKey.trailerBytes
         let lookupBuffers = UnsafeMutableRawBufferPointer.allocate(byteCount: stride * group, alignment: 8)

@@ -45,13 +45,13 @@ extension Engine {
             throw StorageError.keyTooLarge(size: key.count, limit: StorageLimits.maxKeyBytes)
         }
         let (view, sequence) = readState(snapshot)
-        guard let mem = view.memtables[keySpace.id] else { throw StorageError.unknownKeySpace(keySpace.name) }
+        guard let mem = view.memtable(keySpace.id) else { throw StorageError.unknownKeySpace(keySpace.name) }
         let hash = BloomFilter.hash(key)
         if let r = mem.get(key, hash: hash, sequence: sequence) {
             if case let .found(v) = r { return ValueLocation(owner: view, bytes: v) }
             return .absent
         }
-        if let imm = view.immutables?[keySpace.id], let r = imm.get(key, hash: hash, sequence: sequence) {
+        if let imm = view.immutable(keySpace.id), let r = imm.get(key, hash: hash, sequence: sequence) {
             if case let .found(v) = r { return ValueLocation(owner: view, bytes: v) }
             return .absent
         }
@@ -122,9 +122,9 @@ extension Engine {
                               prefixFilter: (hash: UInt64, suffixBytes: Int)?) throws -> EngineIterator {
         try checkOpen()
         let (view, sequence) = readState(snapshot)
-        guard let mem = view.memtables[keySpace.id] else { throw StorageError.unknownKeySpace(keySpace.name) }
+        guard let mem = view.memtable(keySpace.id) else { throw StorageError.unknownKeySpace(keySpace.name) }
         var children: [any InternalIterator] = [MemtableIterator(mem)]
-        if let imm = view.immutables?[keySpace.id] { children.append(MemtableIterator(imm)) }
+        if let imm = view.immutable(keySpace.id) { children.append(MemtableIterator(imm)) }
         if let levels = view.version.keySpaces[keySpace.id]?.levels {
             // Only segments that can hold a key of the range: a prefix scan (an index entry, a
             // relation's edges) then seeks in one segment per level, not in every one.

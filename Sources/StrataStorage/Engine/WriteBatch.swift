@@ -76,22 +76,34 @@ public struct WriteBatch: Sendable {
     }
 
     /// Appends one operation: kind, key space, length-prefixed key, and for a put the
-    /// length-prefixed value. The small fields are gathered on the stack and appended in one go
-    /// (a byte-at-a-time append checks capacity and uniqueness per byte), and the count is
-    /// updated in place.
+    /// length-prefixed value, and updates the count in place.
     @inlinable
     mutating func appendEntry(_ kind: EntryKind, keySpaceId: UInt32, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer?) {
-        withUnsafeTemporaryAllocation(byteCount: 32, alignment: 1) { header in
-            header[0] = kind.rawValue
-            var n = Self.storeVarint(UInt64(keySpaceId), in: header, at: 1)
-            n = Self.storeVarint(UInt64(key.count), in: header, at: n)
-            rep.append(contentsOf: UnsafeRawBufferPointer(rebasing: header[0..<n]))
-            rep.append(contentsOf: key)
-            if let value {
-                n = Self.storeVarint(UInt64(value.count), in: header, at: 0)
-                rep.append(contentsOf: UnsafeRawBufferPointer(rebasing: header[0..<n]))
-                rep.append(contentsOf: value)
+        // The whole entry is assembled on the stack and appended once when it is small (most
+        // are): each append pays capacity and uniqueness checks, a memcpy does not.
+        let size = 32 + key.count + (value?.count ?? 0)
+        withUnsafeTemporaryAllocation(byteCount: size <= 512 ? size : 32, alignment: 1) { buffer in
+            buffer[0] = kind.rawValue
+            var n = Self.storeVarint(UInt64(keySpaceId), in: buffer, at: 1)
+            n = Self.storeVarint(UInt64(key.count), in: buffer, at: n)
+            guard size <= 512 else {
+                rep.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                rep.append(contentsOf: key)
+                if let value {
+                    n = Self.storeVarint(UInt64(value.count), in: buffer, at: 0)
+                    rep.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                    rep.append(contentsOf: value)
+                }
+                return
             }
+            if key.count > 0 { (buffer.baseAddress! + n).copyMemory(from: key.baseAddress!, byteCount: key.count) }
+            n += key.count
+            if let value {
+                n = Self.storeVarint(UInt64(value.count), in: buffer, at: n)
+                if value.count > 0 { (buffer.baseAddress! + n).copyMemory(from: value.baseAddress!, byteCount: value.count) }
+                n += value.count
+            }
+            rep.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
         }
         operationCount += 1
         storeCount()
