@@ -19,20 +19,34 @@ enum Recovery {
         case wal(UInt64), segment(UInt64), manifest(UInt64), current, lock, temp
     }
 
+    /// What a name in the store directory is, when it is exactly a name the engine gives: a
+    /// number written the way the engine writes it (decimal digits, zero-padded to six, no
+    /// sign) and within ``FormatConstants/maxFileNumber``, so that arithmetic on it cannot
+    /// overflow; temp files are CURRENT's and STATS's. Anything else (another program's file,
+    /// `18446744073709551615.wal`, `+12.seg`) is not the store's: never read, never removed.
     static func parseFileName(_ name: String) -> FileKind? {
         if name == FormatConstants.currentFileName { return .current }
         if name == FormatConstants.lockFileName { return .lock }
-        if name.hasSuffix(FormatConstants.tempSuffix) { return .temp }
+        if name == FormatConstants.currentFileName + FormatConstants.tempSuffix
+            || name == FormatConstants.statsFileName + FormatConstants.tempSuffix { return .temp }
         if name.hasPrefix(FormatConstants.manifestPrefix) {
-            return UInt64(name.dropFirst(FormatConstants.manifestPrefix.count)).map { .manifest($0) }
+            return fileNumber(name.dropFirst(FormatConstants.manifestPrefix.count)).map { .manifest($0) }
         }
         if name.hasSuffix(FormatConstants.walSuffix) {
-            return UInt64(name.dropLast(FormatConstants.walSuffix.count)).map { .wal($0) }
+            return fileNumber(name.dropLast(FormatConstants.walSuffix.count)).map { .wal($0) }
         }
         if name.hasSuffix(FormatConstants.segmentSuffix) {
-            return UInt64(name.dropLast(FormatConstants.segmentSuffix.count)).map { .segment($0) }
+            return fileNumber(name.dropLast(FormatConstants.segmentSuffix.count)).map { .segment($0) }
         }
         return nil
+    }
+
+    /// The number of a file name's numeric part, if it is in the engine's canonical form.
+    private static func fileNumber(_ digits: Substring) -> UInt64? {
+        guard digits.count >= 6, digits.count <= 20, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
+              let n = UInt64(digits), n <= FormatConstants.maxFileNumber,
+              String(n).leftPadded(to: 6) == digits else { return nil }
+        return n
     }
 
     static func walName(_ n: UInt64) -> String { String(n).leftPadded(to: 6) + FormatConstants.walSuffix }
@@ -45,6 +59,14 @@ enum Recovery {
             try fs.createDirectory(directory)
         }
         if options.readOnly && !fs.fileExists(joinPath(directory, FormatConstants.currentFileName)) {
+            throw StorageError.notAStore(path: directory)
+        }
+        // A store is created only in an empty directory, or one holding what an earlier
+        // creation of this engine left (its lock, a manifest, temp files): a directory with
+        // anything else belongs to someone else, and nothing in it is touched, not even by a
+        // LOCK file.
+        if !fs.fileExists(joinPath(directory, FormatConstants.currentFileName)),
+           try fs.listDirectory(directory).contains(where: { parseFileName($0) == nil }) {
             throw StorageError.notAStore(path: directory)
         }
         let lock = try fs.lockFile(joinPath(directory, FormatConstants.lockFileName), shared: options.readOnly)
@@ -208,6 +230,11 @@ enum Recovery {
                 throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record too short")
             }
             let base = loadFixed64(payload, 0)
+            // A sequence number is checked before any arithmetic on it: a crafted or damaged
+            // record must not overflow the counter.
+            guard base <= StorageLimits.maxSequence else {
+                throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record with sequence \(base) past the limit")
+            }
             // Offsets into the log, so that the second pass finds the bytes again.
             let payloadOffset = offset + FormatConstants.logRecordHeaderBytes
             func offsetInLog(_ part: UnsafeRawBufferPointer) -> Int {
@@ -217,6 +244,9 @@ enum Recovery {
             let ok = try BatchDecoder.forEach(UnsafeRawBufferPointer(rebasing: payload[8...])) { op in
                 guard Int(op.keySpaceId) < known.count, known[Int(op.keySpaceId)] else {
                     throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record for unknown key space \(op.keySpaceId)")
+                }
+                guard seq < StorageLimits.maxSequence else {
+                    throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record runs past the last sequence number")
                 }
                 operations[Int(op.keySpaceId)].append(
                     ReplayOperation(keyOffset: offsetInLog(op.key), valueOffset: offsetInLog(op.value), sequence: seq,

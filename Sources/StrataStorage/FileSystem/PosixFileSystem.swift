@@ -55,7 +55,9 @@ public struct PosixFileSystem: FileSystem {
     }
 
     public func openWritable(_ path: String, truncate: Bool) throws -> any WritableFile {
-        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : O_APPEND)
+        // O_NOFOLLOW: a symlink planted where the store writes (CURRENT.tmp, a segment) must
+        // not make it overwrite someone else's file.
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (truncate ? O_TRUNC : O_APPEND)
         let fd = open(path, flags, 0o644)
         guard fd >= 0 else { throw posixError("open", path) }
         var st = stat()
@@ -115,7 +117,8 @@ public struct PosixFileSystem: FileSystem {
     }
 
     public func lockFile(_ path: String, shared: Bool) throws -> any FileLock {
-        let fd = shared ? open(path, O_RDONLY | O_CLOEXEC) : open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        // O_NOFOLLOW: LOCK is never followed out of the store directory.
+        let fd = shared ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw posixError("open", path) }
         // flock locks belong to the open file description, so a second open in this same
         // process conflicts too, not only another process (unlike fcntl locks).

@@ -36,7 +36,7 @@ final class PosixMappedLogFile: WritableFile {
 
     /// Creates or empties the file at `path`.
     init(path: String) throws {
-        let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw posixError("open", path) }
         self.fd = fd
         self.path = path

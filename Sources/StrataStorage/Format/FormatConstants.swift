@@ -44,6 +44,9 @@ enum FormatConstants {
     static let walSuffix = ".wal"
     static let segmentSuffix = ".seg"
     static let tempSuffix = ".tmp"
+    /// The largest file number the engine gives or accepts (in a file name or a manifest):
+    /// far beyond any real store, and small enough that no arithmetic on it overflows.
+    static let maxFileNumber: UInt64 = 1 << 56
     static let statsFileName = "STATS"
     /// Version of the `STATS` file (SPEC.md §3.1).
     static let statsFormatVersion: UInt32 = 1

@@ -84,6 +84,13 @@ final class VersionSet: @unchecked Sendable {
                 sawFormat = true
                 set.formatVersion = v
             }
+            // Numbers are range-checked before anything adds to them.
+            let numbers = [edit.logNumber, edit.nextFileNumber].compactMap { $0 } + edit.addedSegments.map(\.fileNumber)
+                + edit.deletedSegments.map(\.fileNumber)
+            guard numbers.allSatisfy({ $0 <= FormatConstants.maxFileNumber }),
+                  (edit.lastSequence ?? 0) <= StorageLimits.maxSequence else {
+                throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "manifest record with a number past the limit")
+            }
             if let v = edit.logNumber { set.logNumber = v }
             if let v = edit.nextFileNumber { set.nextFileNumber = max(set.nextFileNumber, v) }
             if let v = edit.lastSequence { set.lastSequence = max(set.lastSequence, v) }
@@ -118,6 +125,7 @@ final class VersionSet: @unchecked Sendable {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         guard lines.count == 3, lines[2].isEmpty, lines[0].hasPrefix(FormatConstants.manifestPrefix),
               let number = UInt64(lines[0].dropFirst(FormatConstants.manifestPrefix.count)),
+              number <= FormatConstants.maxFileNumber,
               let crc = UInt32(lines[1], radix: 16)
         else {
             throw StorageError.corruption(file: path, offset: 0, reason: "CURRENT is malformed")
@@ -147,6 +155,8 @@ final class VersionSet: @unchecked Sendable {
 
     /// Notes a file number seen on disk so new files never reuse it.
     func markFileNumberUsed(_ n: UInt64) {
+        // Callers pass names parsed within maxFileNumber; the guard keeps the sum in range.
+        guard n < FormatConstants.maxFileNumber else { return }
         nextFileNumber = max(nextFileNumber, n + 1)
     }
 
