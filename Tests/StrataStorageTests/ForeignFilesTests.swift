@@ -104,6 +104,15 @@ import Testing
         #expect(throws: StorageError.self) { try Engine.open(directory: dir2.path, options: .testing()) }
     }
 
+    @Test func blockHandlesFromDiskCannotOverflow() {
+        #expect(SegmentReader.handleInRange(BlockHandle(offset: 0, size: 10), fileSize: 15))
+        #expect(!SegmentReader.handleInRange(BlockHandle(offset: 0, size: 11), fileSize: 15))
+        // offset + size overflowed (and trapped) before: each is now a plain "out of range".
+        #expect(!SegmentReader.handleInRange(BlockHandle(offset: UInt64.max, size: 10), fileSize: 15))
+        #expect(!SegmentReader.handleInRange(BlockHandle(offset: UInt64.max - 3, size: 2), fileSize: UInt64.max))
+        #expect(!SegmentReader.handleInRange(BlockHandle(offset: 10, size: UInt64.max), fileSize: 15))
+    }
+
     @Test func fileNamesParseOnlyInCanonicalForm() {
         #expect(Recovery.parseFileName("000042.wal") == .wal(42))
         #expect(Recovery.parseFileName("1234567.seg") == .segment(1_234_567))

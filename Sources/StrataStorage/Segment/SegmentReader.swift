@@ -66,12 +66,19 @@ final class SegmentReader: @unchecked Sendable {
         try? fileSystem?.removeFile(path)
     }
 
+    /// Whether a block and its trailer lie inside a file of `fileSize` bytes. Both numbers come
+    /// from disk: compared without adding them, so no value can overflow.
+    static func handleInRange(_ handle: BlockHandle, fileSize: UInt64) -> Bool {
+        let trailer = UInt64(FormatConstants.blockTrailerBytes)
+        return handle.size <= UInt64(Int32.max) && handle.offset <= fileSize && handle.size + trailer <= fileSize - handle.offset
+    }
+
     /// Reads, verifies and decompresses one block. Filter and properties blocks are handled
     /// here too: for them the "contents" are raw bytes, so the restart-array check is skipped.
     private static func readBlock(file: any ReadableFile, path: String, handle: BlockHandle, parseRestarts: Bool = true,
                                   once: Bool = false) throws -> Block {
         let trailer = FormatConstants.blockTrailerBytes
-        guard handle.size <= UInt64(Int32.max), handle.offset + handle.size + UInt64(trailer) <= file.size else {
+        guard handleInRange(handle, fileSize: file.size) else {
             throw StorageError.corruption(file: path, offset: handle.offset, reason: "block handle out of range")
         }
         let n = Int(handle.size)
