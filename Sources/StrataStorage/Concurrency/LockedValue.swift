@@ -16,7 +16,11 @@ import Darwin
 /// ```
 public final class LockedValue<Value>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var value: Value
+    /// Only touched with the mutex held, which already excludes a second access (a nested
+    /// `withLock` on the same value would deadlock before it could overlap): the dynamic
+    /// exclusivity check Swift adds to a class's stored property is dead weight on every read
+    /// of the engine's state.
+    @exclusivity(unchecked) private var value: Value
 
     public init(_ value: Value) {
         self.value = value
