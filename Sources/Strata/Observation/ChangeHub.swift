@@ -1,5 +1,6 @@
 import Dispatch
 import StrataStorage
+import Synchronization
 
 /// Hands each commit's changes to the store's observers, in commit order, after the commit is
 /// durable and after its writer released the write lock, on a delivery queue of its own: a
@@ -29,6 +30,10 @@ final class ChangeHub: Sendable {
     }
 
     private let state = LockedValue(State())
+    /// Commits handed over so far: the lingering delivery thread polls it without the lock.
+    private let published = Atomic<UInt64>(0)
+    /// How long the delivery thread waits for more commits before going idle.
+    static let lingerNanoseconds: UInt64 = 20_000
     private let queue = DispatchQueue(label: "strata.changes")
     private let catalog: LockedValue<Catalog>
 
@@ -79,6 +84,7 @@ final class ChangeHub: Sendable {
             s.deliveryScheduled = true
             return true
         }
+        published.add(1, ordering: .releasing)
         if schedule { queue.async { self.deliver() } }
     }
 
@@ -88,6 +94,7 @@ final class ChangeHub: Sendable {
     /// wake-up per observer, not one per commit.
     private func deliver() {
         var names: [UInt32: EntityRecord]?
+        var idleSince: UInt64 = 0, lingering = true
         while true {
             // Finding nothing deliverable and giving up the delivery happen under one lock: a
             // commit handed over after that schedules a new delivery.
@@ -97,13 +104,27 @@ final class ChangeHub: Sendable {
                     sets.append(changes)
                     s.nextToDeliver += 1
                 }
-                guard !sets.isEmpty else {
+                guard !sets.isEmpty || s.closed || !lingering else {
                     s.deliveryScheduled = false
                     return nil
                 }
                 return (sets, Array(s.subscribers.values))
             }
             guard let (sets, subscribers) = next else { return }
+            if sets.isEmpty {
+                // Linger a little before going idle: a writer at full speed commits again
+                // within microseconds, and finding the delivery still scheduled it hands over
+                // without waking this thread (a system call on the writer's side).
+                let now = DispatchTime.now().uptimeNanoseconds
+                if idleSince == 0 { idleSince = now }
+                if now - idleSince >= Self.lingerNanoseconds { lingering = false }
+                let seen = published.load(ordering: .acquiring)
+                var spins = 0
+                while published.load(ordering: .acquiring) == seen && spins < 2_000 { spins += 1 }
+                continue
+            }
+            idleSince = 0
+            lingering = true
             if subscribers.isEmpty { continue }
             var toWake = Set<ObjectIdentifier>()
             for set in sets {
