@@ -173,6 +173,16 @@ import Testing
         cancelled.cancel()
         #expect(await waiting.value == nil)
 
+        // Released sequences and tokens unregister at once: nothing is left behind.
+        let registered = store.changeHub.subscriberCount
+        do {
+            let released = try store.changes(of: Note.self)
+            let token = try store.subscribe(to: Note.self) { _ in }
+            _ = (released, token)
+            #expect(store.changeHub.subscriberCount == registered + 2)
+        }
+        #expect(store.changeHub.subscriberCount == registered)
+
         // Closing the store finishes sequences after what they hold, and callbacks stop.
         let open = try store.changes(of: Note.self)
         var note = Note(text: "last")

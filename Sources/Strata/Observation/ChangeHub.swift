@@ -49,6 +49,9 @@ final class ChangeHub: Sendable {
     /// Whether anyone observes: commits skip handing over their changes when nobody does.
     var hasSubscribers: Bool { state.withLock { !$0.subscribers.isEmpty } }
 
+    /// How many observers are registered.
+    var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+
     /// Registers `subscriber`; throws ``StrataError/storeClosed`` once the store is closed.
     func add(_ subscriber: ChangeSubscriber) throws(StrataError) -> UInt64 {
         let id: UInt64? = state.withLock { s in
