@@ -1,6 +1,7 @@
 import Foundation
 import Strata
 import StrataStorage
+import Synchronization
 import Testing
 
 /// Every indexable type, each with an index.
@@ -571,6 +572,67 @@ final class Account {
             }
         }
         #expect(try store.verifyGraph().problems.isEmpty)
+    }
+
+    /// An equality on a unique value outside a transaction takes the two-point-read path: its
+    /// answers match a filter after puts, updates and removals, and, with a writer moving the
+    /// value between objects meanwhile, it never returns an object that does not hold it.
+    @Test func aUniqueEqualityLookupIsExactEvenWhileAWriterMovesTheValue() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        defer { store.close() }
+        let box = store.box(for: Account.self)
+        let accounts = (0..<200).map { Account(email: "user\($0)@x\u{0}y", age: $0) }
+        try box.put(accounts)
+        try box.remove(accounts.prefix(20).map(\.id))
+        accounts[50].email = "moved"
+        try box.put(accounts[50])
+        let q = try box.query { Account.email == "" }.build()
+        for probe in ["user10@x\u{0}y", "user30@x\u{0}y", "user50@x\u{0}y", "moved", "absent", ""] {
+            try q.setParameter(Account.email, to: probe)
+            let expected = try box.all().filter { $0.email == probe }.map(\.id)
+            #expect(try q.find().map(\.id) == expected, "\(probe)")
+            #expect(try q.findFirst()?.id == expected.first, "\(probe)")
+        }
+        // Inside a transaction the query sees the transaction's own writes (the normal path).
+        try store.runInTransaction {
+            accounts[60].email = "fresh"
+            try box.put(accounts[60])
+            try q.setParameter(Account.email, to: "fresh")
+            #expect(try q.findFirst()?.id == accounts[60].id)
+        }
+
+        // A writer passes "hot" back and forth between two accounts; every hit holds it.
+        let a = accounts[100], b = accounts[101]
+        a.email = "hot"
+        try box.put(a)
+        let done = Atomic<Bool>(false)
+        let (aId, bId) = (a.id, b.id)   // objects stay in their thread: the writer loads its own
+        let writer = Thread {
+            var (holder, other) = (aId, bId)
+            for i in 0..<400 {
+                try! store.runInTransaction {
+                    let h = try box.get(holder)!, o = try box.get(other)!
+                    h.email = "cold\(i)"
+                    try box.put(h)
+                    o.email = "hot"
+                    try box.put(o)
+                }
+                swap(&holder, &other)
+            }
+            done.store(true, ordering: .releasing)
+        }
+        writer.start()
+        try q.setParameter(Account.email, to: "hot")
+        var hits = 0
+        while !done.load(ordering: .acquiring) {
+            if let found = try q.findFirst() {
+                #expect(found.email == "hot")
+                #expect(found.id == a.id || found.id == b.id)
+                hits += 1
+            }
+        }
+        #expect(hits > 0)
     }
 
     /// Objects that swap values of a unique property in one transaction, in either order, end

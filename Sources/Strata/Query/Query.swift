@@ -45,6 +45,14 @@ public final class Query<T: Entity> {
     public func find(offset: Int, limit: Int?) throws(StrataError) -> [T] {
         try checkPage(offset: offset, limit: limit)
         if limit == 0 { return [] }
+        // One equality on a unique value: at most one match, found by two point reads.
+        if offset == 0 {
+            switch try uniqueLookup() {
+            case .none: return []
+            case let .found(object): return [object]
+            case .notApplicable: break
+            }
+        }
         return try store.read(consistent: true) { t in
             guard orderings.isEmpty else { return try box.get(try ids(in: t, offset: offset, limit: limit)) }
             // Matches come by increasing id, the order asked for: decode each while its bytes

@@ -1,0 +1,51 @@
+import StrataStorage
+
+/// The fast path of a query that is one equality on a unique index keyed by value (`email ==
+/// x`), run outside a transaction: one point read of the index entry, one of the object, no
+/// snapshot, no scan machinery.
+///
+/// The two reads see the latest state, not one snapshot, so the object is checked against the
+/// entry: it must still be stored and still hold the value (its index value is recomputed from
+/// its bytes). Then the answer is exact at the moment of the object read. When a writer moved
+/// the value in between, the caller falls back to the consistent path.
+extension Query {
+    enum UniqueLookup {
+        /// No object holds the value.
+        case none
+        case found(T)
+        /// Not answerable this way (not such a query, or a write moved the value between the
+        /// two reads): run the query normally.
+        case notApplicable
+    }
+
+    func uniqueLookup() throws(StrataError) -> UniqueLookup {
+        guard links.isEmpty, orderings.isEmpty, TransactionContext.current(for: box.store) == nil else { return .notApplicable }
+        let field: Int
+        switch condition {
+        case let .compare(f, .equal, _): field = f
+        case let .string(f, .equal, _, caseSensitive: true): field = f
+        default: return .notApplicable
+        }
+        let store = box.store
+        let b = try store.binding(for: T.self).get()
+        guard let ix = b.indexes, field < b.propertyIds.count, let position = ix.position(ofProperty: b.propertyIds[field]),
+              ix.properties[position].keyedByValue,
+              let plan = IndexPlan.make(condition, binding: b), plan.ranges.count == 1, plan.ranges[0].value else {
+            return .notApplicable
+        }
+        let entry = plan.ranges[0].lower
+        var result: UniqueLookup = .notApplicable
+        do {
+            guard let id = try entry.withUnsafeBytes({ k in try store.indexHolder(ofKey: k, in: nil) }) else { return .none }
+            try store.withObject(ObjectKey(entityId: b.entityId, id: id), in: nil) { bytes in
+                // Still the value's holder? Its index key for this property must be the entry.
+                let values = try ix.values(of: bytes)
+                guard ix.key(position, value: values[position], id: id) == entry else { return }
+                result = .found(try b.decode(T.self, id: id, from: bytes, store: store))
+            }
+        } catch {
+            throw StrataError(error)
+        }
+        return result
+    }
+}
