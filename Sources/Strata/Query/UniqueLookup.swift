@@ -20,27 +20,33 @@ extension Query {
 
     func uniqueLookup() throws(StrataError) -> UniqueLookup {
         guard links.isEmpty, orderings.isEmpty, TransactionContext.current(for: box.store) == nil else { return .notApplicable }
-        let field: Int
+        let field: Int, value: QueryValue
         switch condition {
-        case let .compare(f, .equal, _): field = f
-        case let .string(f, .equal, _, caseSensitive: true): field = f
+        // The same values IndexPlan reads through the index (a nil or NaN value is not there).
+        case let .compare(f, .equal, v) where !v.isNaN && !v.isNullValue: (field, value) = (f, v)
+        case let .string(f, .equal, literal, caseSensitive: true): (field, value) = (f, .bytes(Array(literal.utf8)))
         default: return .notApplicable
         }
         let store = box.store
         let b = try store.binding(for: T.self).get()
         guard let ix = b.indexes, field < b.propertyIds.count, let position = ix.position(ofProperty: b.propertyIds[field]),
-              ix.properties[position].keyedByValue,
-              let plan = IndexPlan.make(condition, binding: b), plan.ranges.count == 1, plan.ranges[0].value else {
+              ix.properties[position].keyedByValue else {
             return .notApplicable
         }
-        let entry = plan.ranges[0].lower
+        // The entry's key: the index header and the value (an index keyed by value holds no id).
+        let entry = ix.properties[position].header + IndexKey.encode(value)
         var result: UniqueLookup = .notApplicable
         do {
             guard let id = try entry.withUnsafeBytes({ k in try store.indexHolder(ofKey: k, in: nil) }) else { return .none }
             try store.withObject(ObjectKey(entityId: b.entityId, id: id), in: nil) { bytes in
                 // Still the value's holder? Its index key for this property must be the entry.
-                let values = try ix.values(of: bytes)
-                guard ix.key(position, value: values[position], id: id) == entry else { return }
+                var values = IndexValues()
+                try ix.read(bytes, into: &values)
+                let header = ix.properties[position].header.count
+                let holds = values.withValue(position) { v in
+                    v.count == entry.count - header && entry.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[header...]).elementsEqual(v) }
+                }
+                guard holds else { return }
                 result = .found(try b.decode(T.self, id: id, from: bytes, store: store))
             }
         } catch {
