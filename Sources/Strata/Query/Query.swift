@@ -13,6 +13,8 @@
 /// Equality, range, `isIn`, `isNil` and case-sensitive `startsWith` conditions on an `@Index`
 /// property read the index (O(log n + k)); other conditions scan the entity's objects once,
 /// reading only the fields they need; links narrow the objects through the relation edges first.
+/// A ``find()`` that is one equality on a `@Unique` property, outside a transaction, is two
+/// point reads (the index entry, then the object, checked to still hold the value).
 ///
 /// A built query keeps its index plan and matcher between runs, so it is used by one thread at
 /// a time (it is not `Sendable`); build one per thread to query from several.
