@@ -109,9 +109,14 @@ import Testing
         let ks = e.defaultKeySpace
         fs.injectFault(.init(afterOperations: 0, operations: [.sync], error: .io(operation: "fdatasync", path: "/db", errno: 5)))
         #expect(throws: StorageError.self) { try e.put("unsure", "1", in: ks, durability: .sync) }
-        try e.put("next", "2", in: ks, durability: .sync)
+        // The fsync gate: what the log holds on disk is unknown now, so writes stop until reopen.
+        #expect { try e.put("next", "2", in: ks, durability: .sync) } throws: { error in
+            if case StorageError.writesStopped = error { true } else { false }
+        }
         e.close()
         let r = try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
+        #expect(try r.getString("unsure", in: r.defaultKeySpace) == nil)
+        try r.put("next", "2", in: r.defaultKeySpace, durability: .sync)
         #expect(try r.getString("next", in: r.defaultKeySpace) == "2")
         r.close()
     }

@@ -93,6 +93,9 @@ public final class Engine: @unchecked Sendable {
     @exclusivity(unchecked) var wal: LogWriter?
     @exclusivity(unchecked) var walNumber: UInt64
     @exclusivity(unchecked) var walNeedsRotation = false
+    /// Set when a WAL sync failed (or a failed append could not be taken back): every later
+    /// write throws it, until the store is reopened. Guarded by `commitLock`.
+    @exclusivity(unchecked) var writesStopped: StorageError?
     /// WALs replaced by a newer one, still open because their last non-durable writes are not
     /// yet synced. The next durable write syncs them before its own record (so that no durable
     /// write outlives a non-durable one logged before it), unless a flush made them obsolete

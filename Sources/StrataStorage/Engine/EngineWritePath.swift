@@ -39,7 +39,9 @@ extension Engine {
     /// ```
     /// - Parameter durability: overrides ``EngineOptions/durability`` for this write.
     /// - Throws: a limit error for oversized keys, values or batches; ``StorageError/diskFull(path:)``
-    ///   and other I/O errors, in which case the batch was not applied and the engine stays usable.
+    ///   and other I/O errors, in which case the batch was not applied and the engine stays usable,
+    ///   except after a failed sync of the log: that write throws the sync's error and every later
+    ///   one ``StorageError/writesStopped(reason:)`` until the store is reopened.
     public func write(_ batch: WriteBatch, durability: Durability? = nil) throws {
         try checkWritable()
         if let e = batch.limitError { throw e }
@@ -52,6 +54,10 @@ extension Engine {
         if isClosed.load(ordering: .relaxed) {
             commitLock.unlock()
             throw StorageError.closed
+        }
+        if let stopped = writesStopped {
+            commitLock.unlock()
+            throw stopped
         }
         guard batch.maxKeySpaceId < UInt32(keySpacesByName.count) else {
             commitLock.unlock()
@@ -99,10 +105,15 @@ extension Engine {
         commitLock.unlock()
 
         var failure: Error?
+        // Whether the failure leaves the log's state on disk unknown: a failed sync, or an
+        // append that could not be taken back. Writing on would build on that unknown.
+        var stopsWrites = false
         let sizeBefore = log.size
         do {
             for r in retired {
+                stopsWrites = true
                 try r.log.sync()
+                stopsWrites = false
                 stats.walSyncs.add(1, ordering: .relaxed)
             }
             // Only the leader touches the scratch buffer, so it is reused without a lock.
@@ -115,7 +126,9 @@ extension Engine {
             let framed = walScratch
             try log.appendFramed(framed.bytes)
             if needsSync {
+                stopsWrites = true
                 try log.sync()
+                stopsWrites = false
                 stats.walSyncs.add(1, ordering: .relaxed)
             }
             stats.walBytesWritten.add(UInt64(framed.count), ordering: .relaxed)
@@ -133,7 +146,7 @@ extension Engine {
         } catch {
             // Take the record back so it cannot resurface at recovery; if that is not certain,
             // start a new WAL before the next write.
-            try? log.file.truncate(to: sizeBefore)
+            do { try log.file.truncate(to: sizeBefore) } catch { stopsWrites = true }
             failure = error
         }
 
@@ -146,6 +159,9 @@ extension Engine {
             // Sequence numbers of a failed group are skipped, never reused.
             walNeedsRotation = true
             retiredWals.insert(contentsOf: retired, at: 0)
+            if stopsWrites, writesStopped == nil {
+                writesStopped = .writesStopped(reason: "the write-ahead log could not be made durable: \(failure!)")
+            }
         }
         finishGroup(group, error: failure)
         commitLock.unlock()

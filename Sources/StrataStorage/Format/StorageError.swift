@@ -36,6 +36,11 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
     case closed
     /// Any other operating-system error.
     case io(operation: String, path: String, errno: Int32)
+    /// A sync of the write-ahead log failed, so what the log holds on disk is no longer known
+    /// (the kernel may have dropped the pages it could not write, and a later sync that succeeds
+    /// would not bring them back: PostgreSQL's and RocksDB's "fsync gate"). The engine refuses
+    /// writes from then on; reads go on. Reopening replays what reached the disk.
+    case writesStopped(reason: String)
 
     public var description: String {
         switch self {
@@ -55,6 +60,7 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .invalidOption(name, reason): "invalid option \(name): \(reason)"
         case .closed: "the engine is closed"
         case let .io(operation, path, errno): "\(operation) failed for \(path): errno \(errno)"
+        case let .writesStopped(reason): "writes are stopped until the store is reopened: \(reason)"
         }
     }
 }
