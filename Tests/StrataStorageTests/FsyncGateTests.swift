@@ -66,4 +66,47 @@ import Testing
         print("fsync gate: \(syncPoints) sync points, \(stopped) runs stopped writes after a failed log sync")
         #expect(stopped >= Self.writes / 2 - 2, "too few faults hit a log sync: the test proves little")
     }
+
+    /// A manifest record whose sync failed may still be durable, and the truncation that should
+    /// take it back may fail too (here every write and sync fails from the fault on). The files
+    /// it names must then stay: before, the flush deleted its segments, and the next open found
+    /// a record naming missing files and refused the store. Each sync point of a flushing
+    /// workload fails in turn; the store must reopen with every acknowledged write.
+    @Test func aFailedManifestSyncNeverStrandsTheStore() throws {
+        let clean = FaultInjectingFileSystem(wrapping: InMemoryFileSystem())
+        clean.injectFault(.init(afterOperations: Int.max, operations: [.sync], error: .io(operation: "never", path: "", errno: 5)))
+        func workload(_ fs: FaultInjectingFileSystem) -> [Int] {
+            var acknowledged: [Int] = []
+            guard let e = try? Engine.open(directory: "/db", options: .testing(fs, memtableBytes: 512)) else { return [] }
+            for i in 0..<60 {
+                var b = WriteBatch()
+                b.put(bytes(String(format: "k-%03d", i)), bytes(String(repeating: "v", count: 40)), in: e.defaultKeySpace)
+                if (try? e.write(b, durability: Durability.none)) != nil { acknowledged.append(i) }
+                if i % 10 == 9 { try? e.flush() }
+            }
+            e.close()
+            return acknowledged
+        }
+        _ = workload(clean)
+        let syncPoints = clean.matchedOperationCount
+        #expect(syncPoints > 10)
+        var problems: [String] = []
+        for n in 0..<syncPoints {
+            let memory = InMemoryFileSystem()
+            let fs = FaultInjectingFileSystem(wrapping: memory)
+            fs.injectFault(.init(afterOperations: n, operations: [.sync, .write], error: .io(operation: "injected", path: "/db", errno: 5),
+                                 sticky: true))
+            let acknowledged = workload(fs)
+            fs.injectFault(nil)
+            do {
+                let e = try Engine.open(directory: "/db", options: .testing(fs, memtableBytes: 512))
+                defer { e.close() }
+                let stored = try e.scan(e.defaultKeySpace).map { Int(string($0.key).dropFirst(2))! }
+                if !Set(acknowledged).isSubset(of: Set(stored)) { problems.append("sync \(n): acknowledged writes lost") }
+            } catch {
+                problems.append("sync \(n): the store does not reopen: \(error)")
+            }
+        }
+        #expect(problems.isEmpty, "\(problems.prefix(5))")
+    }
 }

@@ -96,6 +96,10 @@ public final class Engine: @unchecked Sendable {
     /// Set when a WAL sync failed (or a failed append could not be taken back): every later
     /// write throws it, until the store is reopened. Guarded by `commitLock`.
     @exclusivity(unchecked) var writesStopped: StorageError?
+    /// Set when a manifest record's fate became unknown (``VersionSet/unknownState``): writes
+    /// stop, and flush and compaction outputs are kept (a durable record may name them). An
+    /// atomic, because the manifest lock is taken after the commit lock, never before.
+    let stoppedByManifest = Atomic<Bool>(false)
     /// WALs replaced by a newer one, still open because their last non-durable writes are not
     /// yet synced. The next durable write syncs them before its own record (so that no durable
     /// write outlives a non-durable one logged before it), unless a flush made them obsolete
@@ -237,7 +241,7 @@ public final class Engine: @unchecked Sendable {
         let ks = KeySpace(id: UInt32(keySpacesByName.count), name: name)
         var edit = VersionEdit()
         edit.addedKeySpaces = [ks]
-        try manifestLock.withLock { try versions.logAndApply(edit) }
+        try logManifest(edit)
         keySpacesByName[name] = ks
         prefixFilterSuffixBytes.withLock { $0[ks.id] = options.prefixFilters[name] }
         memtables[ks.id] = Memtable(keySpaceId: ks.id, expectedBytes: options.memtableBytes)
@@ -284,6 +288,17 @@ public final class Engine: @unchecked Sendable {
     }
 
     // MARK: Snapshots and statistics
+
+    /// Logs a manifest edit; a record whose fate is unknown stops writes (see
+    /// ``stoppedByManifest``).
+    func logManifest(_ edit: VersionEdit) throws {
+        do {
+            try manifestLock.withLock { try versions.logAndApply(edit) }
+        } catch {
+            if manifestLock.withLock({ versions.unknownState != nil }) { stoppedByManifest.store(true, ordering: .releasing) }
+            throw error
+        }
+    }
 
     /// Pins the current state for consistent reads.
     public func snapshot() throws -> Snapshot {

@@ -154,7 +154,7 @@ extension Engine {
                 moved.level = job.outputLevel
                 edit.addedSegments.append(moved)
             }
-            try manifestLock.withLock { try versions.logAndApply(edit) }
+            try logManifest(edit)
             stats.compactions.add(1, ordering: .relaxed)
             commitLock.withLock {
                 publishView()
@@ -175,10 +175,13 @@ extension Engine {
             var edit = VersionEdit()
             edit.deletedSegments = job.allInputs.map { .init(keySpaceId: job.keySpaceId, level: $0.meta.level, fileNumber: $0.meta.fileNumber) }
             edit.addedSegments = outputs
-            try manifestLock.withLock { try versions.logAndApply(edit) }
+            try logManifest(edit)
         } catch {
-            // Outputs never became live; remove them now (an open would remove them too).
-            for path in compactor.written { try? fileSystem.removeFile(path) }
+            // Outputs never became live; remove them now (an open would remove them too),
+            // unless a manifest record naming them may be durable.
+            if !stoppedByManifest.load(ordering: .acquiring) {
+                for path in compactor.written { try? fileSystem.removeFile(path) }
+            }
             throw error
         }
         for s in job.allInputs { s.markObsolete() }

@@ -65,10 +65,13 @@ extension Engine {
             }
             edit.lastSequence = maxSeq
             if !edit.addedSegments.isEmpty { try fileSystem.syncDirectory(directory) }
-            try manifestLock.withLock { try versions.logAndApply(edit) }
+            try logManifest(edit)
             stats.flushes.add(1, ordering: .relaxed)
         } catch {
-            for p in written { try? fileSystem.removeFile(p) }
+            // Unless a manifest record naming them may be durable (then the next open decides).
+            if !stoppedByManifest.load(ordering: .acquiring) {
+                for p in written { try? fileSystem.removeFile(p) }
+            }
             result = (error as? StorageError) ?? .io(operation: "flush", path: directory, errno: 0)
         }
 

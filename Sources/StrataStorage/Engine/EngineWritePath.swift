@@ -59,6 +59,11 @@ extension Engine {
             commitLock.unlock()
             throw stopped
         }
+        if stoppedByManifest.load(ordering: .acquiring) {
+            let stopped = manifestLock.withLock { versions.unknownState } ?? .writesStopped(reason: "a manifest write failed")
+            commitLock.unlock()
+            throw stopped
+        }
         guard batch.maxKeySpaceId < UInt32(keySpacesByName.count) else {
             commitLock.unlock()
             throw StorageError.unknownKeySpace("#\(batch.maxKeySpaceId)")

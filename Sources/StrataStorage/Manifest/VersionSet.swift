@@ -148,6 +148,10 @@ final class VersionSet: @unchecked Sendable {
         return line + Array((String(crc, radix: 16).leftPadded(to: 8) + "\n").utf8)
     }
 
+    /// Set when a manifest record could not be made durable: its fate is unknown until the
+    /// store is reopened, so every later edit is refused with it.
+    private(set) var unknownState: StorageError?
+
     func newFileNumber() -> UInt64 {
         defer { nextFileNumber += 1 }
         return nextFileNumber
@@ -214,6 +218,7 @@ final class VersionSet: @unchecked Sendable {
     /// current version. Nothing changes if the write fails.
     func logAndApply(_ edit: VersionEdit) throws {
         guard let manifest else { throw StorageError.closed }
+        if let unknownState { throw unknownState }
         var e = edit
         e.nextFileNumber = nextFileNumber
         if let s = e.lastSequence { e.lastSequence = max(s, lastSequence) }
@@ -224,8 +229,11 @@ final class VersionSet: @unchecked Sendable {
         do {
             try manifest.sync()
         } catch {
-            // The record may or may not be durable: start a fresh manifest next time, so a
-            // half-known record never sits in front of later ones.
+            // The record may or may not be durable (and the truncation below may fail too):
+            // no later record may follow it, and the files it names must stay, since a reopen
+            // may find it. The engine stops writing; the open replays what reached the disk and
+            // starts a fresh manifest.
+            unknownState = .writesStopped(reason: "a manifest record could not be made durable: \(error)")
             try? manifest.file.truncate(to: before)
             throw error
         }
