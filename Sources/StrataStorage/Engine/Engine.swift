@@ -6,36 +6,23 @@ final class ReadView: Sendable {
     let memtables: [UInt32: Memtable]
     let immutables: [UInt32: Memtable]?
     let version: Version
-    /// The same memtables by key space id (ids are small and dense): a point read indexes an
-    /// array instead of hashing the id into a dictionary, twice.
-    private let memtableById: [Memtable?]
-    private let immutableById: [Memtable?]
+    /// The same memtables by key space id, for point reads (``KeySpaceTable``).
+    private let memtableById: KeySpaceTable<Memtable>
+    private let immutableById: KeySpaceTable<Memtable>
 
     init(memtables: [UInt32: Memtable], immutables: [UInt32: Memtable]?, version: Version) {
         self.memtables = memtables
         self.immutables = immutables
         self.version = version
-        memtableById = Self.dense(memtables)
-        immutableById = Self.dense(immutables ?? [:])
-    }
-
-    private static func dense(_ tables: [UInt32: Memtable]) -> [Memtable?] {
-        // Ids past this are looked up in the dictionaries (never seen: ids are given in order).
-        let count = Int(min(tables.keys.max().map { $0 + 1 } ?? 0, 4_096))
-        var out = [Memtable?](repeating: nil, count: count)
-        for (id, table) in tables where Int(id) < count { out[Int(id)] = table }
-        return out
+        memtableById = KeySpaceTable(memtables)
+        immutableById = KeySpaceTable(immutables ?? [:])
     }
 
     @inline(__always)
-    func memtable(_ keySpaceId: UInt32) -> Memtable? {
-        Int(keySpaceId) < memtableById.count ? memtableById[Int(keySpaceId)] : memtables[keySpaceId]
-    }
+    func memtable(_ keySpaceId: UInt32) -> Memtable? { memtableById[keySpaceId] }
 
     @inline(__always)
-    func immutable(_ keySpaceId: UInt32) -> Memtable? {
-        Int(keySpaceId) < immutableById.count ? immutableById[Int(keySpaceId)] : immutables?[keySpaceId]
-    }
+    func immutable(_ keySpaceId: UInt32) -> Memtable? { immutableById[keySpaceId] }
 }
 
 /// Strata's storage engine: an embedded, log-structured key-value store with named key spaces,
@@ -292,11 +279,13 @@ public final class Engine: @unchecked Sendable {
     /// Logs a manifest edit; a record whose fate is unknown stops writes (see
     /// ``stoppedByManifest``).
     func logManifest(_ edit: VersionEdit) throws {
-        do {
-            try manifestLock.withLock { try versions.logAndApply(edit) }
-        } catch {
-            if manifestLock.withLock({ versions.unknownState != nil }) { stoppedByManifest.store(true, ordering: .releasing) }
-            throw error
+        try manifestLock.withLock {
+            do {
+                try versions.logAndApply(edit)
+            } catch {
+                if versions.unknownState != nil { stoppedByManifest.store(true, ordering: .releasing) }
+                throw error
+            }
         }
     }
 

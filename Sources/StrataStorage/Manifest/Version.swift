@@ -79,40 +79,26 @@ final class Version: Sendable {
     static let levelCount = 7
 
     let keySpaces: [UInt32: KeySpaceLevels]
-    /// For point reads: each key space's levels by key space id (ids are small and dense), and
-    /// which levels hold any segment, so that a lookup neither hashes the id nor walks empty
-    /// levels (a fresh store's point misses paid both on every read).
-    private let pointLookup: [(levels: [[LiveSegment]], nonEmpty: [Int])?]
+    /// For point reads: each key space's levels by key space id (``KeySpaceTable``), and which
+    /// levels hold any segment, so that a lookup neither hashes the id nor walks empty levels (a
+    /// fresh store's point misses paid both on every read).
+    private let pointLookup: KeySpaceTable<(levels: [[LiveSegment]], nonEmpty: [Int])>
 
     init(keySpaces: [UInt32: KeySpaceLevels]) {
         self.keySpaces = keySpaces
-        let count = Int(min(keySpaces.keys.max().map { $0 + 1 } ?? 0, 4_096))
-        var lookup = [(levels: [[LiveSegment]], nonEmpty: [Int])?](repeating: nil, count: count)
-        for (id, ks) in keySpaces where Int(id) < count {
-            lookup[Int(id)] = (ks.levels, ks.levels.indices.filter { !ks.levels[$0].isEmpty })
-        }
-        pointLookup = lookup
+        pointLookup = KeySpaceTable(keySpaces.mapValues { ks in (ks.levels, ks.levels.indices.filter { !ks.levels[$0].isEmpty }) })
     }
 
     /// The segments that may hold `userKey`, newest data first.
     func candidates(for userKey: UnsafeRawBufferPointer, in keySpaceId: UInt32, _ body: (LiveSegment) throws -> Bool) rethrows {
-        let levels: [[LiveSegment]], nonEmpty: [Int]
-        if Int(keySpaceId) < pointLookup.count {
-            guard let entry = pointLookup[Int(keySpaceId)] else { return }
-            (levels, nonEmpty) = entry
-        } else {
-            guard let ks = keySpaces[keySpaceId] else { return }
-            levels = ks.levels
-            nonEmpty = Array(levels.indices)
-        }
-        for level in nonEmpty where level == 0 {
+        guard let (levels, nonEmpty) = pointLookup[keySpaceId] else { return }
+        if nonEmpty.first == 0 {
             for s in levels[0] where s.covers(userKey) {
                 if try body(s) { return }
             }
         }
         for level in nonEmpty where level > 0 {
             let segs = levels[level]
-            guard !segs.isEmpty else { continue }
             // First segment whose largest key is >= userKey.
             var lo = 0, hi = segs.count
             while lo < hi {
