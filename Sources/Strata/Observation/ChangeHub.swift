@@ -46,8 +46,6 @@ final class ChangeHub: Sendable {
         catalog.withLock { c in Dictionary(uniqueKeysWithValues: c.records.values.map { ($0.entityId, $0) }) }
     }
 
-    /// Whether anyone observes: commits skip handing over their changes when nobody does.
-    var hasSubscribers: Bool { state.withLock { !$0.subscribers.isEmpty } }
 
     /// How many observers are registered.
     var subscriberCount: Int { state.withLock { $0.subscribers.count } }
@@ -69,10 +67,12 @@ final class ChangeHub: Sendable {
         state.withLock { $0.subscribers.removeValue(forKey: id) }?.finish()
     }
 
-    /// The sequence number of a commit about to be published. Called with the write lock
-    /// held; every number taken must be published.
-    func reserve() -> UInt64 {
+    /// The sequence number of a commit about to be published, or nil when nobody observes (the
+    /// commit then skips handing over its changes). Called with the write lock held; every
+    /// number taken must be published.
+    func reserve() -> UInt64? {
         state.withLock { s in
+            guard !s.subscribers.isEmpty else { return nil }
             defer { s.nextSequence += 1 }
             return s.nextSequence
         }
@@ -138,7 +138,7 @@ final class ChangeHub: Sendable {
                     names = records()
                 }
                 let changes = StoreChanges(set, records: names ?? [:])
-                for subscriber in subscribers where subscriber.offer(changes, wake: false) {
+                for subscriber in subscribers where subscriber.offer(changes) {
                     toWake.insert(ObjectIdentifier(subscriber))
                 }
             }

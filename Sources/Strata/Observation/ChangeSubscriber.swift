@@ -25,11 +25,10 @@ final class ChangeSubscriber: Sendable {
         self.wake = wake
     }
 
-    /// Adds a commit's changes if they touch the watched entities. With `wake` false, a
-    /// callback observer is not woken; the result says whether it needs ``wakeUp()`` (the
-    /// mailbox went from empty to full).
-    @discardableResult
-    func offer(_ changes: StoreChanges, wake: Bool = true) -> Bool {
+    /// Adds a commit's changes if they touch the watched entities. Returns whether a callback
+    /// observer needs ``wakeUp()`` (the mailbox went from empty to full): the hub wakes each
+    /// observer once per burst of commits, after offering them all.
+    func offer(_ changes: StoreChanges) -> Bool {
         guard changes.touches(entityNames) else { return false }
         // Most observers watch every entity a commit touched: no copy then.
         let mine = changes.entities.keys.allSatisfy(entityNames.contains) ? changes : changes.restricted(to: entityNames)
@@ -43,7 +42,6 @@ final class ChangeSubscriber: Sendable {
             return (w, s.pending, false)
         }
         resume?.resume(returning: value)
-        if needsWake && wake { wakeUp() }
         return needsWake
     }
 

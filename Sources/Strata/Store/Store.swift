@@ -203,7 +203,7 @@ public final class Store: @unchecked Sendable {
             if !changes.isEmpty {
                 committedChanges.withLock { $0 = changes }
                 // Numbered in commit order under the lock; handed to observers after it.
-                if changeHub.hasSubscribers { sequence = changeHub.reserve() }
+                sequence = changeHub.reserve()
             }
         } catch {
             transaction.rollback()
