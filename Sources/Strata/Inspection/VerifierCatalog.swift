@@ -27,9 +27,7 @@ struct VerifierCatalog {
     /// Every live relation (declaring entity, property) whose target is `entityId`.
     func relations(targeting entityId: UInt32) -> [(entityId: UInt32, property: EntityRecord.Property)] {
         guard let name = records[entityId]?.name else { return [] }
-        return records.values.sorted { $0.entityId < $1.entityId }.flatMap { r in
-            r.properties.filter { !$0.isRemoved && $0.type.isRelation && $0.target == name }.map { (r.entityId, $0) }
-        }
+        return EntityRecord.relations(in: records.values.sorted { $0.entityId < $1.entityId }, targeting: name)
     }
 
     /// The to-one targets of an object's stored bytes, by property id; nil when they do not decode.

@@ -195,3 +195,13 @@ struct EntityRecord: Equatable, Sendable {
         return (next, ids)
     }
 }
+
+extension EntityRecord {
+    /// Every live relation property of `records` whose target is the entity named `name`, with
+    /// the id of the entity that declares it, in the order of `records`.
+    static func relations(in records: some Sequence<EntityRecord>, targeting name: String) -> [(entityId: UInt32, property: Property)] {
+        records.flatMap { r in
+            r.properties.filter { !$0.isRemoved && $0.type.isRelation && $0.target == name }.map { (r.entityId, $0) }
+        }
+    }
+}

@@ -108,10 +108,6 @@ extension Store {
 
     /// Every live relation property (of any entity) whose target is entity `name`.
     func relations(targeting name: String) -> [(entityId: UInt32, property: EntityRecord.Property)] {
-        catalog.withLock { c in
-            c.records.values.flatMap { r in
-                r.properties.filter { !$0.isRemoved && $0.type.isRelation && $0.target == name }.map { (r.entityId, $0) }
-            }
-        }
+        catalog.withLock { EntityRecord.relations(in: $0.records.values, targeting: name) }
     }
 }
