@@ -39,4 +39,12 @@ static inline void strata_prefetch(const void *address) {
     __builtin_prefetch(address, 0, 3);
 }
 
+// Copies between memory and a shared file mapping without letting a bus error end the process.
+// A store or load on a mapped page the kernel cannot back (the file was truncated by another
+// process, a media error, a copy-on-write file system out of space) raises SIGBUS; inside these
+// copies a handler installed once (chaining to any previous handler for faults that are not
+// theirs) turns it into a return value of -1, and the caller throws a typed error.
+// Returns 0 when every byte was copied.
+int strata_guarded_copy(void *destination, const void *source, size_t length);
+
 #endif

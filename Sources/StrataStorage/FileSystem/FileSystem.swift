@@ -22,9 +22,10 @@ public protocol FileSystem: Sendable {
     /// ``openWritable(_:truncate:)`` with `truncate: true`.
     func openLog(_ path: String) throws -> any WritableFile
     func openReadable(_ path: String) throws -> any ReadableFile
-    /// Opens a file that nobody writes, truncates or replaces while it is open (a segment), for
-    /// many small random reads. A file system may serve these reads from memory it maps instead
-    /// of a system call per read; the default is ``openReadable(_:)``.
+    /// Opens a file that the store never writes, truncates or replaces while it is open (a
+    /// segment), for many small random reads. A file system may serve these reads from memory
+    /// it maps instead of a system call per read, but a read must still throw, never fault, if
+    /// someone else truncates the file (SPEC.md §6.6); the default is ``openReadable(_:)``.
     func openImmutable(_ path: String) throws -> any ReadableFile
     func removeFile(_ path: String) throws
     /// Atomically replaces `to` with `from`.
@@ -60,10 +61,6 @@ public protocol ReadableFile: AnyObject, Sendable {
     /// a file that maps its contents reads these without mapping them into the process, so that
     /// a compaction streaming through a whole level does not grow the resident memory.
     func readOnce(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int
-    /// The bytes at `offset..<offset+count` where the file maps them, to read in place without
-    /// a copy; nil when the file is not mapped or the range does not lie in it. Valid for as
-    /// long as the file object lives.
-    func mappedBytes(at offset: UInt64, count: Int) -> UnsafeRawBufferPointer?
     func close()
 }
 
@@ -97,8 +94,6 @@ extension FileSystem {
 }
 
 extension ReadableFile {
-    public func mappedBytes(at offset: UInt64, count: Int) -> UnsafeRawBufferPointer? { nil }
-
     public func readOnce(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         try read(at: offset, into: buffer)
     }

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CStrataSupport
 import Synchronization
 
 #if canImport(Glibc)
@@ -219,19 +220,19 @@ final class PosixReadableFile: ReadableFile {
         mapping = UnsafeRawBufferPointer(start: p, count: Int(size))
     }
 
+    /// From the mapping when there is one, through a guarded copy: if another process truncated
+    /// the file, or the disk fails the page, the copy's bus error becomes an I/O error here
+    /// instead of the end of the process.
     func read(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         if let mapping {
             guard offset < UInt64(mapping.count) else { return 0 }
             let n = min(buffer.count, mapping.count - Int(offset))
-            if n > 0 { buffer.baseAddress!.copyMemory(from: mapping.baseAddress! + Int(offset), byteCount: n) }
+            if n > 0, strata_guarded_copy(buffer.baseAddress!, mapping.baseAddress! + Int(offset), n) != 0 {
+                throw StorageError.io(operation: "read (mapped; the file shrank or the disk failed)", path: path, errno: EIO)
+            }
             return n
         }
         return try readOnce(at: offset, into: buffer)
-    }
-
-    func mappedBytes(at offset: UInt64, count: Int) -> UnsafeRawBufferPointer? {
-        guard let mapping, count >= 0, offset <= UInt64(mapping.count), UInt64(count) <= UInt64(mapping.count) - offset else { return nil }
-        return UnsafeRawBufferPointer(rebasing: mapping[Int(offset)..<(Int(offset) + count)])
     }
 
     func readOnce(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {

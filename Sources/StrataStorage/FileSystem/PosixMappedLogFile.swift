@@ -1,4 +1,5 @@
 #if os(Linux)
+import CStrataSupport
 import Glibc
 
 /// A log file (the WAL) appended through a shared mapping of space reserved ahead, so that an
@@ -11,6 +12,14 @@ import Glibc
 /// into it, so a full disk fails the reservation with a typed error instead of a `SIGBUS` on a
 /// store into an unbacked page. Until ``close()`` cuts the file back to its appended size, the
 /// file ends in zero bytes, which a log reader takes as its end (SPEC.md §5.2).
+///
+/// No append can end the process with a bus error: a store into the mapping that the kernel
+/// cannot back (another process truncated the file, a copy-on-write file system ran out of
+/// space the reservation did not cover, a media error) is a guarded copy that fails with a typed
+/// error instead. The file is then *broken*: every later append and ``truncate(to:)`` throws, so
+/// the engine stops writes until the store is reopened (SPEC.md §5.3), since nobody can say what
+/// the log holds any more. A window that `MADV_POPULATE_WRITE` cannot fault in is never stored
+/// into; appends then go through `pwrite`.
 ///
 /// Linux only: ``PosixFileSystem/openLog(_:)`` uses `write(2)` elsewhere.
 final class PosixMappedLogFile: WritableFile {
@@ -32,6 +41,8 @@ final class PosixMappedLogFile: WritableFile {
     private var window: UnsafeMutableRawPointer?
     private var windowStart: UInt64 = 0
     private var mappingFailed = false
+    /// Set when a store into the mapping faulted: what the file holds is unknown.
+    private var broken: StorageError?
     private var isClosed = false
 
     /// Creates or empties the file at `path`.
@@ -48,20 +59,27 @@ final class PosixMappedLogFile: WritableFile {
     }
 
     func append(_ bytes: UnsafeRawBufferPointer) throws {
+        if let broken { throw broken }
         guard !bytes.isEmpty else { return }
         let end = size + UInt64(bytes.count)
         if let window, size >= windowStart, end <= windowStart + Self.reserveBytes {
-            copy(bytes, into: window, end: end)
+            try copy(bytes, into: window, end: end)
             return
         }
         try appendOutsideWindow(bytes, end: end)
     }
 
     @inline(__always)
-    private func copy(_ bytes: UnsafeRawBufferPointer, into window: UnsafeMutableRawPointer, end: UInt64) {
-        (window + Int(size - windowStart)).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-        size = end
+    private func copy(_ bytes: UnsafeRawBufferPointer, into window: UnsafeMutableRawPointer, end: UInt64) throws {
         touched = max(touched, end)
+        guard strata_guarded_copy(window + Int(size - windowStart), bytes.baseAddress!, bytes.count) == 0 else {
+            let error = StorageError.io(operation: "write (mapped; the file shrank or the disk failed)", path: path, errno: EIO)
+            broken = error
+            unmapWindow()
+            mappingFailed = true
+            throw error
+        }
+        size = end
     }
 
     /// An append that does not fit the mapped step: reserves what it needs, then moves the
@@ -79,7 +97,7 @@ final class PosixMappedLogFile: WritableFile {
         if bytes.count < Self.directWriteBytes, size / step == (end - 1) / step {
             moveWindow(to: size / step * step)
             if let window {
-                copy(bytes, into: window, end: end)
+                try copy(bytes, into: window, end: end)
                 return
             }
         }
@@ -107,8 +125,14 @@ final class PosixMappedLogFile: WritableFile {
             mappingFailed = true
             return
         }
-        // Faults the step in writable in one call, instead of a fault every 4 KiB of log.
-        _ = madvise(p, Int(Self.reserveBytes), MADV_POPULATE_WRITE)
+        // Faults the step in writable in one call, instead of a fault every 4 KiB of log. It
+        // fails, instead of raising SIGBUS, where a page cannot be backed: such a window is not
+        // used. EINVAL is a kernel before 5.14, which only lacks the call.
+        if madvise(p, Int(Self.reserveBytes), MADV_POPULATE_WRITE) != 0, errno != EINVAL {
+            munmap(p, Int(Self.reserveBytes))
+            mappingFailed = true
+            return
+        }
         window = p
         windowStart = start
     }
@@ -119,6 +143,7 @@ final class PosixMappedLogFile: WritableFile {
     }
 
     func sync() throws {
+        if let broken { throw broken }
         // Covers the pages stored through the mapping: they share the file's page cache.
         let r = fdatasync(fd)
         if r != 0 { throw posixError("fdatasync", path) }
@@ -127,6 +152,7 @@ final class PosixMappedLogFile: WritableFile {
     /// Takes back appends after `newSize` by zeroing them, so that the reserved space still
     /// reads as the end of the log.
     func truncate(to requested: UInt64) throws {
+        if let broken { throw broken }
         let newSize = min(requested, size)
         var offset = newSize
         let zeros = [UInt8](repeating: 0, count: 64 * 1024)

@@ -82,10 +82,9 @@ final class SegmentReader: @unchecked Sendable {
             throw StorageError.corruption(file: path, offset: handle.offset, reason: "block handle out of range")
         }
         let n = Int(handle.size)
-        // A mapped file is verified and decompressed where it lies, without a copy first.
-        if !once, let mapped = file.mappedBytes(at: handle.offset, count: n + trailer) {
-            return try decodeBlock(mapped, owned: nil, path: path, handle: handle, parseRestarts: parseRestarts)
-        }
+        // Always a copy, never a read in place from a mapping: a mapped page can fault (another
+        // process truncated the file, a media error), and only the file's guarded copy turns
+        // that into an error (SPEC.md §6.6).
         let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: n + trailer, alignment: 8)
         do {
             try file.readExactly(at: handle.offset, into: buf, path: path, once: once)
@@ -96,28 +95,21 @@ final class SegmentReader: @unchecked Sendable {
         return try decodeBlock(UnsafeRawBufferPointer(buf), owned: buf, path: path, handle: handle, parseRestarts: parseRestarts)
     }
 
-    /// Verifies and decompresses a block's payload and trailer in `raw`. `owned`, when given, is
-    /// the buffer `raw` lies in, which this takes over (an uncompressed block keeps it).
-    private static func decodeBlock(_ raw: UnsafeRawBufferPointer, owned: UnsafeMutableRawBufferPointer?, path: String,
+    /// Verifies and decompresses a block's payload and trailer in `raw`. `owned` is the buffer
+    /// `raw` lies in, which this takes over (an uncompressed block keeps it).
+    private static func decodeBlock(_ raw: UnsafeRawBufferPointer, owned: UnsafeMutableRawBufferPointer, path: String,
                                     handle: BlockHandle, parseRestarts: Bool) throws -> Block {
         let n = Int(handle.size)
         let stored = Checksum.unmask(loadFixed32(raw, n + 1))
         guard stored == Checksum.crc32c(UnsafeRawBufferPointer(rebasing: raw[0..<(n + 1)])) else {
-            owned?.deallocate()
+            owned.deallocate()
             throw StorageError.corruption(file: path, offset: handle.offset, reason: "block checksum mismatch")
         }
         switch BlockCompression(rawValue: raw[n]) {
         case .none?:
-            let storage: UnsafeMutableRawBufferPointer
-            if let owned {
-                storage = owned
-            } else {
-                storage = .allocate(byteCount: max(n, 1), alignment: 8)
-                if n > 0 { storage.baseAddress!.copyMemory(from: raw.baseAddress!, byteCount: n) }
-            }
-            return try Block(taking: storage, contentsCount: n, file: path, offset: handle.offset, parseRestarts: parseRestarts)
+            return try Block(taking: owned, contentsCount: n, file: path, offset: handle.offset, parseRestarts: parseRestarts)
         case .lz4?:
-            defer { owned?.deallocate() }
+            defer { owned.deallocate() }
             var r = ByteReader(UnsafeRawBufferPointer(rebasing: raw[0..<n]))
             guard let size = r.readVarintInt(limit: 2 * StorageLimits.maxValueBytes + StorageLimits.maxKeyBytes + 1024) else {
                 throw StorageError.corruption(file: path, offset: handle.offset, reason: "bad uncompressed length")
@@ -132,7 +124,7 @@ final class SegmentReader: @unchecked Sendable {
             }
             return try Block(taking: out, contentsCount: size, file: path, offset: handle.offset, parseRestarts: parseRestarts)
         case nil:
-            owned?.deallocate()
+            owned.deallocate()
             throw StorageError.corruption(file: path, offset: handle.offset, reason: "unknown block compression \(raw[n])")
         }
     }

@@ -1,0 +1,69 @@
+// A bus error inside a copy from or to a shared file mapping becomes an error return instead of
+// the end of the host process. The JVM (Unsafe.copyMemory on a MappedByteBuffer) and Go
+// (debug.SetPanicOnFault) do the same for the same reason: a mapped file can shrink or fail
+// under the process, and nothing checked before the copy can rule that out.
+//
+// How: the copy runs after sigsetjmp with a thread-local pointer to its jump buffer set. The
+// SIGBUS handler, installed once, jumps back when that pointer is set and the signal came from
+// the kernel (a fault, not kill(2)); otherwise it hands the signal to the handler that was there
+// before, or restores the default action and returns, so the faulting instruction runs again
+// and ends the process exactly as it would have without this file.
+//
+// SA_NODEFER keeps SIGBUS unblocked while the handler runs, so jumping out of it needs no saved
+// signal mask (sigsetjmp(..., 0) is a few stores, not a system call per copy).
+#define _GNU_SOURCE
+#include "CStrataSupport.h"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <string.h>
+
+static struct sigaction previous_action;
+static pthread_once_t install_once = PTHREAD_ONCE_INIT;
+static _Thread_local sigjmp_buf *volatile active_copy;
+
+static void bus_error_handler(int signal_number, siginfo_t *info, void *context) {
+    sigjmp_buf *jump = active_copy;
+    if (jump != NULL && info != NULL && info->si_code > 0) {
+        active_copy = NULL;
+        siglongjmp(*jump, 1);
+    }
+    if (previous_action.sa_flags & SA_SIGINFO) {
+        if (previous_action.sa_sigaction != NULL) {
+            previous_action.sa_sigaction(signal_number, info, context);
+            return;
+        }
+    } else if (previous_action.sa_handler != SIG_DFL && previous_action.sa_handler != SIG_IGN &&
+               previous_action.sa_handler != NULL) {
+        previous_action.sa_handler(signal_number);
+        return;
+    }
+    // Not ours and nobody else's: the default action, when the instruction faults again.
+    sigaction(SIGBUS, &previous_action, NULL);
+    if (previous_action.sa_handler == SIG_IGN) signal(SIGBUS, SIG_DFL);
+}
+
+static void install_handler(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = bus_error_handler;
+    action.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGBUS, &action, &previous_action);
+}
+
+int strata_guarded_copy(void *destination, const void *source, size_t length) {
+    pthread_once(&install_once, install_handler);
+    sigjmp_buf jump;
+    if (sigsetjmp(jump, 0) != 0) {
+        return -1;
+    }
+    active_copy = &jump;
+    // Keeps the compiler from moving the copy out from between the two stores.
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memcpy(destination, source, length);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    active_copy = NULL;
+    return 0;
+}

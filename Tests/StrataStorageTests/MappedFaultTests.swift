@@ -1,0 +1,118 @@
+import Foundation
+import StrataTestSupport
+import Testing
+@testable import StrataStorage
+
+/// Segments are read through a shared mapping and the WAL is written through one. A mapped page
+/// the kernel cannot back any more raises SIGBUS; these tests make that happen, with another
+/// process truncating the files under a running store, and require typed errors instead of the
+/// end of the test process (SPEC.md §5.2, §6.6).
+@Suite struct MappedFaultTests {
+    /// Truncates `path` to `size` bytes from another process, as a careless tool would.
+    static func truncateFromAnotherProcess(_ path: String, to size: Int) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["truncate", "-s", String(size), path]
+        try p.run()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+    }
+
+    static func key(_ i: Int) -> [UInt8] { Array(String(format: "key-%08d", i).utf8) }
+    static func value(_ i: Int) -> [UInt8] { Array("value-\(i)-".utf8) + [UInt8](repeating: UInt8(i & 0x7F), count: 100) }
+
+    @Test func readsOfSegmentsTruncatedByAnotherProcessThrowAndNeverCrash() throws {
+        let dir = TemporaryDirectory()
+        var options = EngineOptions()
+        options.blockCacheBytes = 64 * 1024  // a small cache: most reads go to the file
+        options.compression = false
+        let e = try Engine.open(directory: dir.path, options: options)
+        defer { e.close() }
+        let count = 40_000
+        for start in stride(from: 0, to: count, by: 1000) {
+            var batch = WriteBatch()
+            for i in start..<(start + 1000) { batch.put(Self.key(i), Self.value(i), in: e.defaultKeySpace) }
+            try e.write(batch)
+        }
+        try e.flush()
+        let segments = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".seg") }
+        #expect(!segments.isEmpty)
+
+        // Readers run from before the truncation to well after it.
+        let stop = LockedValue(false)
+        let tally = LockedValue((right: 0, typedErrors: 0, wrong: 0, afterCut: 0))
+        let cut = LockedValue(false)
+        let group = DispatchGroup()
+        for t in 0..<2 {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                var rng = SplitMix64(state: UInt64(t + 1))
+                while !stop.withLock({ $0 }) {
+                    let i = Int(rng.next() % UInt64(count))
+                    let wasCut = cut.withLock { $0 }
+                    do {
+                        let v = try e.get(Self.key(i), in: e.defaultKeySpace)
+                        tally.withLock { if v == Self.value(i) { $0.right += 1 } else { $0.wrong += 1 } }
+                    } catch is StorageError {
+                        tally.withLock { $0.typedErrors += 1; if wasCut { $0.afterCut += 1 } }
+                    } catch {
+                        tally.withLock { $0.wrong += 1 }
+                    }
+                }
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.2)
+        for name in segments { try Self.truncateFromAnotherProcess(dir.path + "/" + name, to: 4096) }
+        cut.withLock { $0 = true }
+        Thread.sleep(forTimeInterval: 0.5)
+        stop.withLock { $0 = true }
+        group.wait()
+        let result = tally.withLock { $0 }
+        // Reads of the cut-off blocks fail with a typed error; none returns a wrong value.
+        #expect(result.wrong == 0)
+        #expect(result.right > 0)
+        #expect(result.afterCut > 0)
+    }
+
+    #if os(Linux)
+    @Test func aLogTruncatedByAnotherProcessStopsWritesWithATypedError() throws {
+        let dir = TemporaryDirectory()
+        let e = try Engine.open(directory: dir.path)
+        defer { e.close() }
+        for i in 0..<100 {
+            var batch = WriteBatch()
+            batch.put(Self.key(i), Self.value(i), in: e.defaultKeySpace)
+            try e.write(batch)
+        }
+        let wal = try #require(try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".wal") }.sorted().last)
+        try Self.truncateFromAnotherProcess(dir.path + "/" + wal, to: 0)
+
+        // The next store into the log's mapping faults: a typed error, then writes stop.
+        var firstError: StorageError?
+        for i in 100..<200 {
+            var batch = WriteBatch()
+            batch.put(Self.key(i), Self.value(i), in: e.defaultKeySpace)
+            do { try e.write(batch) } catch let error as StorageError {
+                firstError = error
+                break
+            }
+        }
+        let error = try #require(firstError)
+        guard case .io = error else {
+            Issue.record("expected an I/O error, got \(error)")
+            return
+        }
+        var batch = WriteBatch()
+        batch.put(Self.key(1), Self.value(1), in: e.defaultKeySpace)
+        #expect {
+            try e.write(batch)
+        } throws: { error in
+            if case .writesStopped = error as? StorageError { return true }
+            return false
+        }
+        // Reads go on.
+        #expect(try e.get(Self.key(5), in: e.defaultKeySpace) == Self.value(5))
+    }
+    #endif
+}
