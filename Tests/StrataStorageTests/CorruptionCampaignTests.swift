@@ -48,7 +48,9 @@ import Testing
         var walKeys: [String] = []
         for i in 0..<40 {
             let k = String(format: "w-%04d", i)
-            try e.put(k, "logged-\(i)", in: ks)
+            // Synced: each record's durable mark then vouches for the records before it, so damage
+            // to any but the last is told from a torn tail (SPEC.md §5.2).
+            try e.put(k, "logged-\(i)", in: ks, durability: .sync)
             walKeys.append(k)
             expected[k] = "logged-\(i)"
         }
@@ -61,7 +63,8 @@ import Testing
         var starts: [Int] = []
         while offset + 8 <= wal.count {
             starts.append(offset)
-            offset += 8 + wal[(offset + 4)..<(offset + 8)].reversed().reduce(0) { $0 << 8 | Int($1) }
+            // The length field's top bit flags a durable mark (SPEC.md §5.1), not length.
+            offset += 8 + (wal[(offset + 4)..<(offset + 8)].reversed().reduce(0) { $0 << 8 | Int($1) } & 0x7FFF_FFFF)
         }
         return Baseline(files: files, expected: expected, walKeys: walKeys, newestWal: newestWal, recordStarts: starts)
     }

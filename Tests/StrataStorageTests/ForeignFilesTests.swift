@@ -94,11 +94,16 @@ import Testing
         e.close()
         let wal = try #require(try fm.contentsOfDirectory(atPath: dir2.path).filter { $0.hasSuffix(".wal") }.sorted().last)
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir2.path + "/" + wal)))
-        let length = Int(UInt32(bytes[4]) | UInt32(bytes[5]) << 8 | UInt32(bytes[6]) << 16 | UInt32(bytes[7]) << 24)
-        try #require(length >= 12 && bytes.count >= 8 + length)
-        let batch = Array(bytes[16..<(8 + length)])
+        let field = UInt32(bytes[4]) | UInt32(bytes[5]) << 8 | UInt32(bytes[6]) << 16 | UInt32(bytes[7]) << 24
+        let length = Int(field & ~FormatConstants.logRecordMarkFlag)
+        let markBytes = field & FormatConstants.logRecordMarkFlag != 0 ? 8 : 0
+        try #require(length >= 12 + markBytes && bytes.count >= 8 + length)
+        let batch = Array(bytes[(16 + markBytes)..<(8 + length)])
+        var payload = ByteWriter()
+        payload.appendFixed64(UInt64.max - 1)
+        payload.append(batch)
         var framed = ByteWriter()
-        LogWriter.frameBatch(sequence: UInt64.max - 1, batch: batch, into: &framed)
+        payload.bytes.withUnsafeBytes { LogWriter.frame($0, into: &framed) }
         bytes.replaceSubrange(0..<(8 + length), with: framed.bytes)
         try Data(bytes).write(to: URL(fileURLWithPath: dir2.path + "/" + wal))
         #expect(throws: StorageError.self) { try Engine.open(directory: dir2.path, options: .testing()) }

@@ -42,7 +42,7 @@ import Testing
         let run = try ToolRunner.run(["inspect", dir.path, "--json"])
         #expect(run.status == 0, "\(run.stderr)")
         let report = run.jsonObject
-        #expect(report["storeFormat"] as? Int == 1)
+        #expect(report["storeFormat"] as? Int == 2)
         #expect(report["objectFormat"] as? Int == 4)
         let spaces = (report["keySpaces"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
         #expect(Set(["default", "objects", "meta", "edges", "indexes"]).isSubset(of: Set(spaces)))

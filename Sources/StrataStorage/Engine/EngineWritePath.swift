@@ -121,22 +121,32 @@ extension Engine {
                 stopsWrites = false
                 stats.walSyncs.add(1, ordering: .relaxed)
             }
-            // Only the leader touches the scratch buffer, so it is reused without a lock.
-            walScratch.removeAll()
+            // The next record says that every earlier log is durable now (SPEC.md §5.1).
+            if !retired.isEmpty { log.noteEarlierLogsDurable() }
             var seq = firstSequence
-            for g in group {
-                LogWriter.frameBatch(sequence: seq, batch: g.batch.rep, into: &walScratch)
-                seq += UInt64(g.batch.count)
+            var appended = 0
+            if group.count == 1, group[0].batch.rep.count >= LogWriter.directAppendBytes {
+                // A large batch goes out from its own buffer, never copied into the scratch one.
+                try log.appendBatch(sequence: seq, batch: group[0].batch.rep)
+                appended = Int(log.size - sizeBefore)
+            } else {
+                // Only the leader touches the scratch buffer, so it is reused without a lock.
+                walScratch.removeAll()
+                for g in group {
+                    log.frameBatch(sequence: seq, batch: g.batch.rep, into: &walScratch)
+                    seq += UInt64(g.batch.count)
+                }
+                let framed = walScratch
+                try log.appendFramed(framed.bytes)
+                appended = framed.count
             }
-            let framed = walScratch
-            try log.appendFramed(framed.bytes)
             if needsSync {
                 stopsWrites = true
                 try log.sync()
                 stopsWrites = false
                 stats.walSyncs.add(1, ordering: .relaxed)
             }
-            stats.walBytesWritten.add(UInt64(framed.count), ordering: .relaxed)
+            stats.walBytesWritten.add(UInt64(appended), ordering: .relaxed)
             seq = firstSequence
             for g in group {
                 g.batch.rep.withUnsafeBytes { rep in

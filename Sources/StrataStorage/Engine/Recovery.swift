@@ -150,10 +150,29 @@ enum Recovery {
         // stays in the memtables the log number cannot move past the older ones, so opens
         // without writes would pile up empty logs (each read again by every later open).
         var emptyWals: [UInt64] = []
+        // The first torn log: where the history recovery can vouch for ends (SPEC.md §5.2, §8).
+        var torn: (number: UInt64, validEnd: Int)?
+        var replayed: [UInt64] = []
+        var discarded: [UInt64] = []
         for n in wals {
-            let replayed = try replay(wal: joinPath(directory, walName(n)), fs: fs, into: memtables, after: lastSequence)
-            lastSequence = replayed.lastSequence
-            if replayed.isEmpty { emptyWals.append(n) }
+            let path = joinPath(directory, walName(n))
+            if let torn {
+                // Replaying a later log after a torn one would leave a hole in the history. Its
+                // records were never durable, or the torn log was synced whole before them and
+                // its damage is not a torn tail at all: a durable mark tells which.
+                if try logHasDurableMark(path, fs: fs, after: lastSequence) {
+                    throw StorageError.corruption(
+                        file: joinPath(directory, walName(torn.number)), offset: UInt64(torn.validEnd),
+                        reason: "damaged log record, and the later log \(walName(n)) says this one was synced")
+                }
+                discarded.append(n)
+                continue
+            }
+            let outcome = try replay(wal: path, fs: fs, into: memtables, after: lastSequence)
+            lastSequence = outcome.lastSequence
+            replayed.append(n)
+            if outcome.isEmpty { emptyWals.append(n) }
+            if outcome.tornAt >= 0 { torn = (n, outcome.tornAt) }
         }
         versions.noteLastSequence(lastSequence)
         if options.readOnly {
@@ -161,6 +180,8 @@ enum Recovery {
             return Result(lock: lock, versions: versions, memtables: memtables, lastSequence: lastSequence,
                           wal: nil, walNumber: 0)
         }
+
+        try settleReplayedLogs(directory: directory, fs: fs, replayed: replayed, torn: torn, discarded: discarded)
 
         if isNew {
             // A fresh store gets its default key space in its first manifest.
@@ -172,6 +193,8 @@ enum Recovery {
         let walNumber = versions.newFileNumber()
         let walPath = joinPath(directory, walName(walNumber))
         let wal = LogWriter(file: try fs.openLog(walPath), path: walPath)
+        // settleReplayedLogs synced every older log: the first record says so.
+        wal.noteEarlierLogsDurable()
         // The new WAL's directory entry is durable before any manifest record names it.
         try fs.syncDirectory(directory)
         if memtables.values.allSatisfy(\.isEmpty) {
@@ -188,44 +211,112 @@ enum Recovery {
                       wal: wal, walNumber: walNumber)
     }
 
-    /// One operation of a WAL being replayed: where its key and value lie in the log's bytes.
-    private struct ReplayOperation: Sendable {
-        var keyOffset: Int
-        var valueOffset: Int
+    /// Makes what this open replayed permanent before anything new is logged:
+    /// - logs after a torn one hold no durable write (checked by the caller) and are removed,
+    ///   first, so that a crash in between leaves the same verdict for the next open;
+    /// - the torn log is cut back to its valid prefix, or the next open would find its torn
+    ///   point again and drop every later log, this open's writes among them;
+    /// - every replayed log is synced: a durable write to the new log carries a mark that says
+    ///   every earlier log is durable (SPEC.md §5.1), which a log the previous process never
+    ///   synced is not.
+    static func settleReplayedLogs(directory: String, fs: any FileSystem, replayed: [UInt64],
+                                   torn: (number: UInt64, validEnd: Int)?, discarded: [UInt64]) throws {
+        if !discarded.isEmpty {
+            for n in discarded { try fs.removeFile(joinPath(directory, walName(n))) }
+            try fs.syncDirectory(directory)
+        }
+        for n in replayed {
+            let file = try fs.openWritable(joinPath(directory, walName(n)), truncate: false)
+            do {
+                if let torn, torn.number == n { try file.truncate(to: UInt64(torn.validEnd)) }
+                try file.sync()
+                try file.close()
+            } catch {
+                try? file.close()
+                throw error
+            }
+        }
+    }
+
+    /// Records of a WAL longer than this are not records (the batch limit, its sequence number
+    /// and a durable mark, with room to spare): the bound of a log reader's memory.
+    static let maxWalRecordBytes = StorageLimits.maxBatchBytes + 1024
+
+    /// Whether any valid record of a log carries a durable mark.
+    static func logHasDurableMark(_ path: String, fs: any FileSystem, after start: UInt64) throws -> Bool {
+        let file = try fs.openReadable(path)
+        defer { file.close() }
+        let reader = LogReader(file: file, path: path, allowsMarks: true, maxRecordBytes: maxWalRecordBytes) { record in
+            record.payload.count >= 12 && loadFixed64(record.payload, 0) > start
+        }
+        return try reader.forEachRecord { _ in }.sawDurableMark
+    }
+
+    /// One operation of a WAL being replayed: where its key and value lie in the reader's window.
+    private struct ReplayOperation: @unchecked Sendable {
+        var key: UnsafeRawPointer?
+        var value: UnsafeRawPointer?
         var sequence: UInt64
         var keyLength: UInt32
         var valueLength: UInt32
         var kind: EntryKind
     }
 
-    /// Logs with fewer operations are replayed on the opening thread alone.
+    /// Windows with fewer operations are replayed on the opening thread alone.
     static let parallelReplayMinimum = 4_096
 
-    /// Replays one WAL into the memtables; returns the highest sequence number seen, and
-    /// whether the log was empty: no record, nothing torn, only zeros if anything.
+    /// What replaying one WAL found.
+    struct ReplayOutcome {
+        /// The highest sequence number seen (the start when none was).
+        var lastSequence: UInt64
+        /// No record, nothing torn, only zeros if anything.
+        var isEmpty: Bool
+        /// Where a torn tail starts, or -1.
+        var tornAt: Int
+    }
+
+    /// Replays one WAL into the memtables.
     ///
-    /// The whole log is decoded and checked first, so a malformed log fails before anything is
-    /// inserted. Then each key space's operations go into its memtable in log order, the key
-    /// spaces on separate threads: the inserts miss the cache at every level of the skip list
-    /// (more than half of an open's time) and different memtables share nothing.
+    /// The log is read through a window of bounded size (``LogReader``), so replay's memory is
+    /// the memtables plus the window or the largest record, not the log. The operations of the
+    /// records in the window are decoded and checked first; when the window moves on, each key
+    /// space's operations go into its memtable in log order, the key spaces on separate threads:
+    /// the inserts miss the cache at every level of the skip list (more than half of an open's
+    /// time) and different memtables share nothing. A malformed record fails the open before
+    /// anything after it is inserted; what was inserted before goes with the failed open.
     static func replay(wal path: String, fs: any FileSystem, into memtables: [UInt32: Memtable],
-                       after start: UInt64) throws -> (lastSequence: UInt64, isEmpty: Bool) {
+                       after start: UInt64) throws -> ReplayOutcome {
         var last = start
-        let bytes = try fs.readWholeFile(path)
+        let file = try fs.openReadable(path)
+        defer { file.close() }
         // A record found after damage only counts as "valid" if it also looks like a batch
         // that follows on: that keeps random garbage in a torn tail from passing as a record.
-        let reader = LogReader(bytes: bytes, path: path) { payload in
-            payload.count >= 12 && loadFixed64(payload, 0) > start
+        let reader = LogReader(file: file, path: path, allowsMarks: true, maxRecordBytes: maxWalRecordBytes) { record in
+            record.payload.count >= 12 && loadFixed64(record.payload, 0) > start
         }
         // Indexed by key space id (ids are small and dense): a dictionary lookup per
         // operation showed in the profile.
         var operations = [[ReplayOperation]](repeating: [], count: Int(memtables.keys.max() ?? 0) + 1)
         var known = [Bool](repeating: false, count: operations.count)
         for id in memtables.keys { known[Int(id)] = true }
-        var total = 0
+        var pending = 0
         var records = 0
-        let outcome = try reader.forEachRecord { payload, offset in
+        func insertPending() {
+            guard pending > 0 else { return }
+            let work = operations.indices.filter { !operations[$0].isEmpty }.map { (memtables[UInt32($0)]!, operations[$0]) }
+            if work.count > 1 && pending >= parallelReplayMinimum {
+                DispatchQueue.concurrentPerform(iterations: work.count) { i in insert(work[i].1, into: work[i].0) }
+            } else {
+                for (mem, ops) in work { insert(ops, into: mem) }
+            }
+            for i in operations.indices { operations[i].removeAll(keepingCapacity: true) }
+            pending = 0
+        }
+        reader.beforeWindowMoves = { insertPending() }
+        let outcome = try reader.forEachRecord { record in
             records += 1
+            let payload = record.payload
+            let offset = record.offset
             guard payload.count >= 12 else {
                 throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record too short")
             }
@@ -234,11 +325,6 @@ enum Recovery {
             // record must not overflow the counter.
             guard base <= StorageLimits.maxSequence else {
                 throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record with sequence \(base) past the limit")
-            }
-            // Offsets into the log, so that the second pass finds the bytes again.
-            let payloadOffset = offset + FormatConstants.logRecordHeaderBytes
-            func offsetInLog(_ part: UnsafeRawBufferPointer) -> Int {
-                part.count == 0 ? 0 : payloadOffset + (part.baseAddress! - payload.baseAddress!)
             }
             var seq = base
             let ok = try BatchDecoder.forEach(UnsafeRawBufferPointer(rebasing: payload[8...])) { op in
@@ -249,41 +335,27 @@ enum Recovery {
                     throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record runs past the last sequence number")
                 }
                 operations[Int(op.keySpaceId)].append(
-                    ReplayOperation(keyOffset: offsetInLog(op.key), valueOffset: offsetInLog(op.value), sequence: seq,
+                    ReplayOperation(key: op.key.baseAddress, value: op.value.baseAddress, sequence: seq,
                                     keyLength: UInt32(op.key.count), valueLength: UInt32(op.value.count), kind: op.kind))
                 seq += 1
             }
             guard ok else {
                 throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "malformed write batch")
             }
-            total += Int(seq - base)
+            pending += Int(seq - base)
             if seq > base { last = max(last, seq - 1) }
         }
-        let work = operations.indices.filter { !operations[$0].isEmpty }.map { (memtables[UInt32($0)]!, operations[$0]) }
-        bytes.withUnsafeBytes { raw in
-            let log = UnsafeSendableBytes(raw)
-            if work.count > 1 && total >= parallelReplayMinimum {
-                DispatchQueue.concurrentPerform(iterations: work.count) { i in insert(work[i].1, from: log.bytes, into: work[i].0) }
-            } else {
-                for (mem, ops) in work { insert(ops, from: raw, into: mem) }
-            }
-        }
-        return (last, records == 0 && !outcome.droppedTornTail)
+        insertPending()
+        return ReplayOutcome(lastSequence: last, isEmpty: records == 0 && !outcome.droppedTornTail,
+                             tornAt: outcome.droppedTornTail ? outcome.validEnd : -1)
     }
 
-    private static func insert(_ ops: [ReplayOperation], from log: UnsafeRawBufferPointer, into mem: Memtable) {
+    private static func insert(_ ops: [ReplayOperation], into mem: Memtable) {
         for op in ops {
-            mem.insert(key: UnsafeRawBufferPointer(rebasing: log[op.keyOffset..<(op.keyOffset + Int(op.keyLength))]),
-                       value: UnsafeRawBufferPointer(rebasing: log[op.valueOffset..<(op.valueOffset + Int(op.valueLength))]),
+            mem.insert(key: UnsafeRawBufferPointer(start: op.key, count: Int(op.keyLength)),
+                       value: UnsafeRawBufferPointer(start: op.value, count: Int(op.valueLength)),
                        sequence: op.sequence, kind: op.kind)
         }
-    }
-
-    /// The log's bytes, read (never written) by the replay threads while the array holding
-    /// them outlives them.
-    private struct UnsafeSendableBytes: @unchecked Sendable {
-        let bytes: UnsafeRawBufferPointer
-        init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
     }
 
     /// Removes files the manifest does not refer to: old manifests, WALs before the log number,

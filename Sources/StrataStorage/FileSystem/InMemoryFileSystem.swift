@@ -22,6 +22,12 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
         case keepRandomPrefixOfUnsynced(seed: UInt64)
         /// Power cut where the unsynced tail of each file is replaced by garbage of its length.
         case garbageUnsyncedTail(seed: UInt64)
+        /// Power cut where the disk wrote any subset of the unsynced pages, not a prefix: the
+        /// kernel writes dirty pages back in no particular order. Each `pageBytes` page of a
+        /// file's unsynced part survives or not at random; one that did not reads as zeros (an
+        /// unwritten extent) or, with `garbage`, as whatever the disk held before. The file's
+        /// length is anything from its synced length to its written one.
+        case keepRandomUnsyncedPages(seed: UInt64, pageBytes: Int, garbage: Bool)
         /// Power cut where file contents survive whole but files whose directory entry was never
         /// synced (and renames not followed by a directory sync) vanish.
         case dropUnsyncedDirectoryEntries
@@ -53,7 +59,8 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
         state.withLock { s in
             var rng: UInt64 = 0
             switch policy {
-            case let .keepRandomPrefixOfUnsynced(seed), let .garbageUnsyncedTail(seed): rng = seed | 1
+            case let .keepRandomPrefixOfUnsynced(seed), let .garbageUnsyncedTail(seed), let .keepRandomUnsyncedPages(seed, _, _):
+                rng = seed | 1
             default: break
             }
             func next() -> UInt64 {
@@ -77,6 +84,23 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
                         let extra = f.bytes.count - synced.count
                         let keep = extra == 0 ? 0 : Int(next() % UInt64(extra + 1))
                         f.bytes = Array(f.bytes.prefix(synced.count + keep))
+                    } else {
+                        f.bytes = synced
+                    }
+                case let .keepRandomUnsyncedPages(_, pageBytes, garbage):
+                    if isAppendOnly {
+                        let extra = f.bytes.count - synced.count
+                        let length = synced.count + (extra == 0 ? 0 : Int(next() % UInt64(extra + 1)))
+                        var page = synced.count / pageBytes * pageBytes
+                        while page < length {
+                            let end = min(page + pageBytes, length)
+                            if next() % 2 == 0 {
+                                // This page never reached the disk: what was synced of it stays.
+                                for i in max(page, synced.count)..<end { f.bytes[i] = garbage ? UInt8(truncatingIfNeeded: next()) : 0 }
+                            }
+                            page += pageBytes
+                        }
+                        f.bytes = Array(f.bytes.prefix(length))
                     } else {
                         f.bytes = synced
                     }

@@ -21,7 +21,9 @@ public enum StorageLimits {
 enum FormatConstants {
     /// Store format version, written in the manifest (SPEC.md §Manifest). A store written by a
     /// newer version is refused.
-    static let storeFormatVersion: UInt32 = 1
+    /// Version 2 added the durable marks of WAL records (§5.1); version 1 stores still open (and
+    /// are upgraded by their first writable open).
+    static let storeFormatVersion: UInt32 = 2
     /// Segment format version, in every segment footer (SPEC.md §Segment). Version 2 added the
     /// properties block's filter prefix field; version 1 segments are still read.
     static let segmentFormatVersion: UInt32 = 2
@@ -33,6 +35,11 @@ enum FormatConstants {
     static let blockTrailerBytes = 5
     /// Bytes in a log record header: masked CRC32C (4) + payload length (4).
     static let logRecordHeaderBytes = 8
+    /// Set in a WAL record's length field when its payload starts with a durable mark (SPEC.md
+    /// §5.1): the offset before which the log was synced when the record was appended.
+    static let logRecordMarkFlag: UInt32 = 1 << 31
+    /// Bytes of a durable mark.
+    static let logRecordMarkBytes = 8
     /// Added to the rotated CRC so that a checksum stored next to the data it covers does not
     /// checksum to a fixed value (LevelDB's masking, SPEC.md §Checksums).
     static let crcMaskDelta: UInt32 = 0xA282_EAD8

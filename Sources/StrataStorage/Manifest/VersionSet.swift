@@ -72,8 +72,11 @@ final class VersionSet: @unchecked Sendable {
         var sawFormat = false
         var metas: [UInt64: SegmentMeta] = [:]
         var spaces: [UInt32: KeySpace] = [:]
-        let reader = LogReader(bytes: try fileSystem.readWholeFile(path), path: path)
-        _ = try reader.forEachRecord { payload, offset in
+        let file = try fileSystem.openReadable(path)
+        defer { file.close() }
+        let reader = LogReader(file: file, path: path, allowsMarks: false)
+        _ = try reader.forEachRecord { record in
+            let payload = record.payload, offset = record.offset
             guard let edit = VersionEdit.decode(payload) else {
                 throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "malformed manifest record")
             }
@@ -212,6 +215,8 @@ final class VersionSet: @unchecked Sendable {
         try? manifest?.close()
         manifest = writer
         manifestNumber = number
+        // An older store is now of this format: what is logged from here on may use it.
+        formatVersion = FormatConstants.storeFormatVersion
     }
 
     /// Appends `edit` (with the counters) to the manifest, syncs it, then makes the result the

@@ -17,16 +17,17 @@ public enum _FuzzTarget: String, CaseIterable, Sendable {
     public func run(_ data: UnsafeRawBufferPointer) {
         switch self {
         case .wal:
-            let reader = LogReader(bytes: Array(data), path: "fuzz.wal")
-            _ = try? reader.forEachRecord { payload, _ in
+            let reader = LogReader(bytes: Array(data), path: "fuzz.wal", allowsMarks: true)
+            _ = try? reader.forEachRecord { record in
+                let payload = record.payload
                 guard payload.count >= 12 else { return }
                 _ = try? BatchDecoder.forEach(UnsafeRawBufferPointer(rebasing: payload[8...])) { op in
                     _ = op.key.count &+ op.value.count
                 }
             }
         case .manifest:
-            let reader = LogReader(bytes: Array(data), path: "fuzz.manifest")
-            _ = try? reader.forEachRecord { payload, _ in _ = VersionEdit.decode(payload) }
+            let reader = LogReader(bytes: Array(data), path: "fuzz.manifest", allowsMarks: false)
+            _ = try? reader.forEachRecord { record in _ = VersionEdit.decode(record.payload) }
         case .footer:
             _ = try? SegmentFooter.decode(data, file: "fuzz.seg", fileSize: UInt64(data.count))
         case .block:

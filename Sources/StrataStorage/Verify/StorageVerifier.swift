@@ -115,8 +115,22 @@ struct StorageVerifier {
                                                   reason: "the log number names \(Recovery.walName(manifest.logNumber)), which does not exist: later manifest records are lost"))
         }
         var lastSequence = manifest.lastSequence
+        // Recovery's rule across logs (SPEC.md §5.2): after a torn log, later logs are dropped,
+        // which is only sound when none of them was ever synced.
+        var tornLog: String?
         for n in wals.sorted() {
-            lastSequence = verifyLog(joinPath(directory, Recovery.walName(n)), keySpaces: manifest.keySpaces, after: lastSequence)
+            let path = joinPath(directory, Recovery.walName(n))
+            let log = verifyLog(path, keySpaces: manifest.keySpaces, after: lastSequence)
+            if let tornLog {
+                if log.sawDurableMark {
+                    report.problems.append(StorageProblem(file: tornLog, offset: 0, reason: "torn log, and the later log \(path) says it was synced"))
+                } else if log.records > 0 {
+                    report.notes.append("\(path): follows a torn log and was never synced; recovery drops its \(log.records) records")
+                }
+                continue
+            }
+            lastSequence = log.lastSequence
+            if log.torn { tornLog = path }
         }
         let statsPath = StatsFile.path(in: directory)
         if fs.fileExists(statsPath) {
@@ -154,7 +168,8 @@ struct StorageVerifier {
         do {
             let bytes = try fs.readWholeFile(path)
             report.bytesChecked += UInt64(bytes.count)
-            let outcome = try LogReader(bytes: bytes, path: path).forEachRecord { payload, offset in
+            let outcome = try LogReader(bytes: bytes, path: path, allowsMarks: false).forEachRecord { record in
+                let payload = record.payload, offset = record.offset
                 records += 1
                 guard let edit = VersionEdit.decode(payload) else {
                     throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "malformed manifest record")
@@ -264,14 +279,20 @@ struct StorageVerifier {
     }
 
     /// Every record of one WAL: checksum, batch structure, known key spaces.
-    private mutating func verifyLog(_ path: String, keySpaces: Set<UInt32>, after start: UInt64) -> UInt64 {
+    private mutating func verifyLog(_ path: String, keySpaces: Set<UInt32>, after start: UInt64)
+        -> (lastSequence: UInt64, records: Int, torn: Bool, sawDurableMark: Bool) {
         var last = start
         var records = 0
+        var torn = false, sawMark = false
         do {
-            let bytes = try fs.readWholeFile(path)
-            report.bytesChecked += UInt64(bytes.count)
-            let reader = LogReader(bytes: bytes, path: path) { payload in payload.count >= 12 && loadFixed64(payload, 0) > start }
-            let outcome = try reader.forEachRecord { payload, offset in
+            let file = try fs.openReadable(path)
+            defer { file.close() }
+            report.bytesChecked += file.size
+            let reader = LogReader(file: file, path: path, allowsMarks: true, maxRecordBytes: Recovery.maxWalRecordBytes) { record in
+                record.payload.count >= 12 && loadFixed64(record.payload, 0) > start
+            }
+            let outcome = try reader.forEachRecord { record in
+                let payload = record.payload, offset = record.offset
                 records += 1
                 guard payload.count >= 12 else {
                     throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record too short")
@@ -285,15 +306,17 @@ struct StorageVerifier {
                     n += 1
                 }
                 guard ok else { throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "malformed write batch") }
-                if n > 0 { last = max(last, base + n - 1) }
+                if n > 0, base <= StorageLimits.maxSequence, n <= StorageLimits.maxSequence - base { last = max(last, base + n - 1) }
             }
-            if outcome.droppedTornTail {
-                report.notes.append("\(path): torn last record at offset \(outcome.validEnd) (a write that was never acknowledged; recovery drops it)")
+            torn = outcome.droppedTornTail
+            sawMark = outcome.sawDurableMark
+            if torn {
+                report.notes.append("\(path): torn at offset \(outcome.validEnd): the rest was never synced, and recovery drops it")
             }
         } catch {
             problem(error, file: path)
         }
         report.walRecords += records
-        return last
+        return (last, records, torn, sawMark)
     }
 }

@@ -1,23 +1,66 @@
-/// Reads the records of a log file written by ``LogWriter`` (SPEC.md §Log framing, §Recovery).
-///
-/// A record that fails its checksum or runs past the end of the file is a *torn tail* when no
-/// valid record starts anywhere after it: a crash in the middle of an append. Reading stops there
-/// and reports where the valid prefix ends. If a valid record does follow, the damage is in the
-/// middle of the log and reading fails with ``StorageError/corruption(file:offset:reason:)``:
-/// silently skipping it would lose acknowledged writes. Zero bytes from a record boundary to the
-/// end of the file are not damage: they are space reserved ahead of the appends.
-struct LogReader {
-    let bytes: [UInt8]
-    let path: String
-    /// Optional extra check that a candidate record after damage is real (e.g. its sequence
-    /// number follows on), to make a false "mid-log corruption" verdict from garbage unlikely.
-    let plausible: (UnsafeRawBufferPointer) -> Bool
+/// One valid record of a log, as ``LogReader`` hands it over.
+struct LogRecord {
+    /// The payload, without the durable mark. Valid until the reader's window moves on (see
+    /// ``LogReader/beforeWindowMoves``).
+    var payload: UnsafeRawBufferPointer
+    /// Offset of the record's header in the file.
+    var offset: Int
+    /// Offset just past the record.
+    var end: Int
+    /// The durable mark of a WAL record that carries one (SPEC.md §5.1): every byte of this log
+    /// before it, and every earlier log, was synced when the record was appended.
+    var durableMark: UInt64?
+}
 
-    init(bytes: [UInt8], path: String, plausible: @escaping (UnsafeRawBufferPointer) -> Bool = { _ in true }) {
-        self.bytes = bytes
+/// Reads the records of a log file written by ``LogWriter`` (SPEC.md §5.2), through a window of
+/// bounded size: memory stays at the window (4 MiB) or the largest record, whichever is more,
+/// whatever the size of the log.
+///
+/// A record that fails its checksum or runs past the end of the file at offset X is either the
+/// log's clean end (zero bytes to the end: space reserved ahead of the appends), a *torn tail*,
+/// or damage. It is damage, ``StorageError/corruption(file:offset:reason:)``, only when a valid
+/// record after X carries a durable mark past X: the bytes at X were then synced, and nothing a
+/// crash or a power cut does to unsynced pages explains them. Otherwise what lies from X on was
+/// never known to be durable, a power cut may have kept any subset of its pages, and reading
+/// stops there: dropping it loses no write that was acknowledged as durable.
+final class LogReader {
+    let file: any ReadableFile
+    let path: String
+    /// Whether records may carry durable marks (the WAL; never the manifest).
+    let allowsMarks: Bool
+    /// Records claiming a longer payload are invalid: the bound of the window's growth.
+    let maxRecordBytes: Int
+    /// Extra check that a candidate record found after damage is real (e.g. its sequence
+    /// number follows on), so that garbage rarely passes for a record.
+    let plausible: (LogRecord) -> Bool
+    /// Called before the window moves on: payloads handed over earlier are about to go stale.
+    /// A reader that keeps pointers into payloads (replay, to insert in bulk) uses them here.
+    var beforeWindowMoves: (() throws -> Void)?
+
+    static let defaultWindowBytes = 4 << 20
+
+    private var window: UnsafeMutableRawBufferPointer
+    private var windowStart = 0
+    private var windowCount = 0
+    private let fileSize: Int
+
+    init(file: any ReadableFile, path: String, allowsMarks: Bool, maxRecordBytes: Int = Int(Int32.max),
+         windowBytes: Int = LogReader.defaultWindowBytes, plausible: @escaping (LogRecord) -> Bool = { _ in true }) {
+        self.file = file
         self.path = path
+        self.allowsMarks = allowsMarks
+        self.maxRecordBytes = maxRecordBytes
         self.plausible = plausible
+        fileSize = Int(clamping: file.size)
+        window = .allocate(byteCount: max(1, min(windowBytes, fileSize)), alignment: 8)
     }
+
+    /// A reader over bytes in memory (fuzzing, tests).
+    convenience init(bytes: [UInt8], path: String, allowsMarks: Bool, plausible: @escaping (LogRecord) -> Bool = { _ in true }) {
+        self.init(file: MemoryReadableFile(bytes), path: path, allowsMarks: allowsMarks, plausible: plausible)
+    }
+
+    deinit { window.deallocate() }
 
     /// Result of reading the whole log.
     struct Outcome {
@@ -25,48 +68,113 @@ struct LogReader {
         var validEnd: Int
         /// Whether a torn tail was dropped after `validEnd`.
         var droppedTornTail: Bool
+        /// Whether any valid record, before or after a torn point, carries a durable mark: the
+        /// log was synced at some point, and so was every earlier log (SPEC.md §8).
+        var sawDurableMark: Bool
     }
 
-    /// Calls `body` with each valid record's payload in order.
-    func forEachRecord(_ body: (UnsafeRawBufferPointer, _ offset: Int) throws -> Void) throws -> Outcome {
-        try bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                if let payload = Self.record(in: raw, at: offset) {
-                    try body(payload, offset)
-                    offset += FormatConstants.logRecordHeaderBytes + payload.count
+    /// Calls `body` with each valid record in order, up to the log's end or a torn tail.
+    func forEachRecord(_ body: (LogRecord) throws -> Void) throws -> Outcome {
+        var offset = 0
+        var sawMark = false
+        while offset < fileSize {
+            if let record = try record(at: offset) {
+                if record.durableMark != nil { sawMark = true }
+                try body(record)
+                offset = record.end
+                continue
+            }
+            if try zerosToEnd(from: offset) {
+                return Outcome(validEnd: offset, droppedTornTail: false, sawDurableMark: sawMark)
+            }
+            // Damage at `offset`: a torn tail unless a later record proves these bytes durable.
+            var probe = offset + 1
+            while probe + FormatConstants.logRecordHeaderBytes <= fileSize {
+                guard let later = try record(at: probe), plausible(later) else {
+                    probe += 1
                     continue
                 }
-                // Zero bytes to the end: space the writer reserved and never reached
-                // (PosixMappedLogFile), the log's clean end rather than damage.
-                if UnsafeRawBufferPointer(rebasing: raw[offset...]).allSatisfy({ $0 == 0 }) {
-                    return Outcome(validEnd: offset, droppedTornTail: false)
-                }
-                // Damage at `offset`: torn tail or mid-log corruption?
-                var probe = offset + 1
-                while probe + FormatConstants.logRecordHeaderBytes <= raw.count {
-                    if let later = Self.record(in: raw, at: probe), plausible(later) {
+                if let mark = later.durableMark {
+                    sawMark = true
+                    if mark > UInt64(offset) {
                         throw StorageError.corruption(
                             file: path, offset: UInt64(offset),
-                            reason: "damaged log record followed by valid records (valid record at \(probe))")
+                            reason: "damaged log record in bytes that were synced (the record at \(probe) says the log was durable up to \(mark))")
                     }
-                    probe += 1
                 }
-                return Outcome(validEnd: offset, droppedTornTail: true)
+                probe = later.end
             }
-            return Outcome(validEnd: offset, droppedTornTail: false)
+            return Outcome(validEnd: offset, droppedTornTail: true, sawDurableMark: sawMark)
         }
+        return Outcome(validEnd: offset, droppedTornTail: false, sawDurableMark: sawMark)
     }
 
-    /// The payload of a well-formed record at `offset`, or nil.
-    static func record(in raw: UnsafeRawBufferPointer, at offset: Int) -> UnsafeRawBufferPointer? {
+    /// The well-formed record at `offset`, or nil.
+    private func record(at offset: Int) throws -> LogRecord? {
         let header = FormatConstants.logRecordHeaderBytes
-        guard raw.count - offset >= header else { return nil }
-        let storedCRC = loadFixed32(raw, offset)
-        let length = Int(loadFixed32(raw, offset + 4))
-        guard length <= raw.count - offset - header else { return nil }
-        let covered = UnsafeRawBufferPointer(rebasing: raw[(offset + 4)..<(offset + header + length)])
+        guard let head = try bytes(at: offset, count: header) else { return nil }
+        let storedCRC = loadFixed32(head, 0)
+        let lengthField = loadFixed32(head, 4)
+        let marked = lengthField & FormatConstants.logRecordMarkFlag != 0
+        if marked && !allowsMarks { return nil }
+        let length = Int(lengthField & ~FormatConstants.logRecordMarkFlag)
+        let markBytes = marked ? FormatConstants.logRecordMarkBytes : 0
+        guard length >= markBytes, length <= maxRecordBytes, length <= fileSize - offset - header,
+              let whole = try bytes(at: offset, count: header + length) else { return nil }
+        let covered = UnsafeRawBufferPointer(rebasing: whole[4...])
         guard Checksum.unmask(storedCRC) == Checksum.crc32c(covered) else { return nil }
-        return UnsafeRawBufferPointer(rebasing: raw[(offset + header)..<(offset + header + length)])
+        let payload = UnsafeRawBufferPointer(rebasing: whole[(header + markBytes)...])
+        return LogRecord(payload: payload, offset: offset, end: offset + header + length, durableMark: marked ? loadFixed64(whole, header) : nil)
     }
+
+    /// Whether every byte from `offset` to the end of the file is zero.
+    private func zerosToEnd(from offset: Int) throws -> Bool {
+        var at = offset
+        while at < fileSize {
+            let n = min(window.count, fileSize - at)
+            guard let chunk = try bytes(at: at, count: n) else { return false }
+            if !chunk.allSatisfy({ $0 == 0 }) { return false }
+            at += n
+        }
+        return true
+    }
+
+    /// `count` bytes at `offset`, from the window, which moves (and grows, up to the largest
+    /// record) to hold them; nil when the file ends first.
+    private func bytes(at offset: Int, count: Int) throws -> UnsafeRawBufferPointer? {
+        guard count <= fileSize - offset else { return nil }
+        if offset >= windowStart, count <= windowStart + windowCount - offset {
+            return UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(window)[(offset - windowStart)..<(offset - windowStart + count)])
+        }
+        try beforeWindowMoves?()
+        if count > window.count {
+            window.deallocate()
+            window = .allocate(byteCount: count, alignment: 8)
+        }
+        let n = min(window.count, fileSize - offset)
+        var done = 0
+        while done < n {
+            let got = try file.read(at: UInt64(offset + done), into: UnsafeMutableRawBufferPointer(rebasing: window[done..<n]))
+            if got == 0 { break }
+            done += got
+        }
+        windowStart = offset
+        windowCount = done
+        guard count <= done else { return nil }
+        return UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(window)[0..<count])
+    }
+}
+
+/// Bytes in memory as a ``ReadableFile``.
+final class MemoryReadableFile: ReadableFile, @unchecked Sendable {
+    private let bytes: [UInt8]
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    var size: UInt64 { UInt64(bytes.count) }
+    func read(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard offset < UInt64(bytes.count) else { return 0 }
+        let n = min(buffer.count, bytes.count - Int(offset))
+        bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + Int(offset), byteCount: n) }
+        return n
+    }
+    func close() {}
 }

@@ -1,12 +1,26 @@
 /// Appends checksummed records to a log file: the framing shared by the write-ahead log and the
-/// manifest (SPEC.md §Log framing).
+/// manifest (SPEC.md §5).
 ///
-/// Record = masked CRC32C (4, LE) | payload length (4, LE) | payload. The CRC covers the length
-/// field and the payload, so a damaged length is caught like damaged data.
+/// Record = masked CRC32C (4, LE) | length (4, LE) | payload. The CRC covers the length field
+/// and the payload, so a damaged length is caught like damaged data. A WAL record whose length
+/// field has ``FormatConstants/logRecordMarkFlag`` set starts its payload with a durable mark
+/// (§5.1), which lets recovery tell a torn tail from damage after a power cut.
 final class LogWriter {
     let file: any WritableFile
     let path: String
     private var scratch = ByteWriter(capacity: 64 * 1024)
+    /// Every byte before this offset was synced by ``sync()``.
+    private(set) var durableOffset: UInt64 = 0
+    /// Whether the next WAL record must carry a durable mark: this log or an earlier one was
+    /// synced since the last mark was appended.
+    private var markPending = false
+    /// Whether a record framed since the last append carries the pending mark.
+    private var markFramed = false
+
+    /// Batches from this size on are appended from the caller's buffer, header and payload
+    /// separately, instead of being copied into the framing buffer: a batch of hundreds of
+    /// megabytes must not exist twice in memory (SPEC.md §5.1).
+    static let directAppendBytes = 1 << 20
 
     init(file: any WritableFile, path: String) {
         self.file = file
@@ -17,24 +31,72 @@ final class LogWriter {
 
     /// Frames `payload` into `out` (no I/O), so several records can go out in one write.
     static func frame(_ payload: UnsafeRawBufferPointer, into out: inout ByteWriter) {
-        frame(payloadBytes: payload.count, into: &out) { $0.append(payload) }
+        frame(payloadBytes: payload.count, lengthFlags: 0, into: &out) { $0.append(payload) }
     }
 
     /// Frames a WAL record whose payload is `sequence` (u64) followed by the batch encoding,
-    /// without building the payload separately (SPEC.md §WAL payload).
-    static func frameBatch(sequence: UInt64, batch: [UInt8], into out: inout ByteWriter) {
-        frame(payloadBytes: 8 + batch.count, into: &out) {
+    /// without building the payload separately (SPEC.md §5.1); the first record framed after
+    /// a sync carries the durable mark.
+    func frameBatch(sequence: UInt64, batch: [UInt8], into out: inout ByteWriter) {
+        let mark = takeMark()
+        let markBytes = mark == nil ? 0 : FormatConstants.logRecordMarkBytes
+        Self.frame(payloadBytes: markBytes + 8 + batch.count, lengthFlags: mark == nil ? 0 : FormatConstants.logRecordMarkFlag,
+                   into: &out) {
+            if let mark { $0.appendFixed64(mark) }
             $0.appendFixed64(sequence)
             $0.append(batch)
         }
     }
 
+    /// Appends one WAL record for a large batch straight from `batch`'s storage: the header
+    /// (and mark and sequence) from a small buffer, then the batch, one CRC over both. Cut back
+    /// on failure, like ``appendFramed(_:)``.
+    func appendBatch(sequence: UInt64, batch: [UInt8]) throws {
+        let mark = takeMark()
+        let markBytes = mark == nil ? 0 : FormatConstants.logRecordMarkBytes
+        var head = ByteWriter(capacity: 32)
+        head.appendFixed32(0)
+        head.appendFixed32(UInt32(markBytes + 8 + batch.count) | (mark == nil ? 0 : FormatConstants.logRecordMarkFlag))
+        if let mark { head.appendFixed64(mark) }
+        head.appendFixed64(sequence)
+        let crc = head.bytes.withUnsafeBytes { h in
+            batch.withUnsafeBytes { b in Checksum.crc32c(b, extending: Checksum.crc32c(UnsafeRawBufferPointer(rebasing: h[4...]))) }
+        }
+        head.setFixed32(Checksum.mask(crc), at: 0)
+        let before = file.size
+        do {
+            try head.bytes.withUnsafeBytes { try file.append($0) }
+            try batch.withUnsafeBytes { try file.append($0) }
+        } catch {
+            markFramed = false
+            try? file.truncate(to: before)
+            throw error
+        }
+        recordAppended()
+    }
+
+    /// The mark the next record carries, if one is pending and none is framed yet.
+    private func takeMark() -> UInt64? {
+        guard markPending, !markFramed else { return nil }
+        markFramed = true
+        return durableOffset
+    }
+
+    private func recordAppended() {
+        if markFramed { markPending = false }
+        markFramed = false
+    }
+
+    /// Notes that every earlier log was synced (at a WAL rotation): the next record says so.
+    func noteEarlierLogsDurable() { markPending = true }
+
     /// Writes the header, lets `writePayload` append exactly `payloadBytes` bytes, then fills
     /// in the CRC over length and payload.
-    private static func frame(payloadBytes: Int, into out: inout ByteWriter, _ writePayload: (inout ByteWriter) -> Void) {
+    private static func frame(payloadBytes: Int, lengthFlags: UInt32, into out: inout ByteWriter,
+                              _ writePayload: (inout ByteWriter) -> Void) {
         let start = out.count
         out.appendFixed32(0)
-        out.appendFixed32(UInt32(payloadBytes))
+        out.appendFixed32(UInt32(payloadBytes) | lengthFlags)
         writePayload(&out)
         precondition(out.count == start + FormatConstants.logRecordHeaderBytes + payloadBytes, "payload length mismatch")
         let crc = out.bytes.withUnsafeBytes { raw in
@@ -51,17 +113,29 @@ final class LogWriter {
         try appendFramed(scratch.bytes)
     }
 
-    /// Appends bytes already framed with `frame(_:into:)`; cuts back on failure.
+    /// Appends bytes already framed with `frame(_:into:)` or ``frameBatch(sequence:batch:into:)``;
+    /// cuts back on failure.
     func appendFramed(_ bytes: [UInt8]) throws {
         let before = file.size
         do {
             try bytes.withUnsafeBytes { try file.append($0) }
         } catch {
+            markFramed = false
             try? file.truncate(to: before)
             throw error
         }
+        recordAppended()
     }
 
-    func sync() throws { try file.sync() }
+    /// Makes every appended byte durable; the next WAL record carries the new durable offset.
+    func sync() throws {
+        let size = file.size
+        try file.sync()
+        if size > durableOffset {
+            durableOffset = size
+            markPending = true
+        }
+    }
+
     func close() throws { try file.close() }
 }
