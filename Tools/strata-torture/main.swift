@@ -16,6 +16,9 @@ import Darwin
 ///   strata-torture fill DIR BYTES wal|compaction   with a file-size limit of BYTES, write until
 ///                                   the "disk" is full (the WAL first, or a compaction's output),
 ///                                   printing "ack N" per acknowledged batch and "error …"
+///   strata-torture memory DIR MIB batch|batches|replay   write one batch of MIB MiB, or MIB
+///                                   batches of 1 MiB, without flushing, and leave the store unclosed;
+///                                   or open (replay) the store; print "baseline KIB peak KIB"
 ///   strata-torture graph DIR SEED   run the graph workload (the kill test's child), printing "ack N"
 ///   strata-torture kill-test DIR CYCLES [SEED]   run the kill test (RELIABILITY.md §1) and print figures
 func fail(_ message: String) -> Never {
@@ -39,6 +42,40 @@ if args[0] == "graph" {
         fail("\(error)")
     }
     exit(0)
+}
+if args[0] == "memory" {
+    // Peak resident memory (VmHWM) against the resident memory before the work (VmRSS): the
+    // bound RELIABILITY.md §11 states for large batches and for replay.
+    func status(_ field: String) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return -1 }
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? -1
+    }
+    let mib = Int(args.count > 2 ? args[2] : "") ?? 64
+    let mode = args.count > 3 ? args[3] : "batch"
+    var options = EngineOptions()
+    options.memtableBytes = 4 << 30   // no flush: the data stays in the WAL for the replay run
+    do {
+        let baseline = status("VmRSS")
+        let engine = try Engine.open(directory: args[1], options: options)
+        if mode != "replay" {
+            let value = [UInt8](repeating: 0x5A, count: 64 << 10)
+            let perBatch = mode == "batch" ? mib * 16 - 2 : 16   // two values less: room for the keys under the limit
+            for b in 0..<(mode == "batch" ? 1 : mib) {
+                var batch = WriteBatch()
+                for i in 0..<perBatch {
+                    batch.put(Array("key-\(b)-\(i)".utf8), value, in: engine.defaultKeySpace)
+                }
+                try engine.write(batch)
+            }
+        }
+        emit("baseline \(baseline) peak \(status("VmHWM"))")
+        if mode == "replay" { engine.close() }
+        // Otherwise not closed: what the replay run reads is the WAL, as after a crash.
+        exit(0)
+    } catch {
+        fail("\(error)")
+    }
 }
 if args[0] == "fill" {
     // A real full disk for one process: writes past RLIMIT_FSIZE fail with EFBIG.
