@@ -2,7 +2,8 @@
 # Fuzzes one decoder with libFuzzer and AddressSanitizer (RELIABILITY.md §6):
 #   scripts/fuzz.sh TARGET SECONDS            fuzz for a time
 #   scripts/fuzz.sh TARGET -runs=10000000     or any libFuzzer options
-# TARGET: wal, segment, block, footer, manifest, object, entityRecord. New inputs go to
+# TARGET: wal, segment, block, footer, manifest, object, entityRecord, and the targets that fix
+# checksums after mutating (RELIABILITY.md §6): walChecked, manifestChecked, segmentChecked, store. New inputs go to
 # Fuzz/work/TARGET (not committed); crashes to Fuzz/work/TARGET-crash-*. The committed seed
 # corpus, Tests/FuzzCorpus/TARGET, is read as well and replayed by the test suite.
 set -euo pipefail
