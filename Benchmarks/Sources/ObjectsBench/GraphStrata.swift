@@ -48,6 +48,7 @@ struct StrataGraph: GraphSystem {
         _ = store.box(for: GStudent.self)
     }
 
+    @inline(never)   // a frame of its own: profiles attribute each phase by it
     func insertCustomers(_ data: GraphData) throws {
         let box = store.box(for: GCustomer.self)
         for chunk in stride(from: 0, to: data.sizes.customers, by: 1_000) {
@@ -60,6 +61,7 @@ struct StrataGraph: GraphSystem {
         }
     }
 
+    @inline(never)   // a frame of its own: profiles attribute each phase by it
     func insertOrders(_ data: GraphData) throws {
         let box = store.box(for: GOrder.self)
         for chunk in stride(from: 0, to: data.sizes.orders, by: 1_000) {
@@ -74,6 +76,7 @@ struct StrataGraph: GraphSystem {
         }
     }
 
+    @inline(never)   // a frame of its own: profiles attribute each phase by it
     func forward(_ data: GraphData) throws -> Int64 {
         let box = store.box(for: GOrder.self)
         var sum: Int64 = 0
@@ -84,6 +87,7 @@ struct StrataGraph: GraphSystem {
         return sum
     }
 
+    @inline(never)   // a frame of its own: profiles attribute each phase by it
     func backlink(_ data: GraphData) throws -> Int64 {
         let box = store.box(for: GCustomer.self)
         var sum: Int64 = 0
@@ -94,6 +98,7 @@ struct StrataGraph: GraphSystem {
         return sum
     }
 
+    @inline(never)   // a frame of its own: profiles attribute each phase by it
     func prefetch(_ data: GraphData) throws -> Int64 {
         let box = store.box(for: GOrder.self)
         let orders = try box.get((1...Id(min(100_000, data.sizes.orders))).map { $0 })
@@ -103,6 +108,7 @@ struct StrataGraph: GraphSystem {
         return sum
     }
 
+    @inline(never)   // a frame of its own: profiles attribute each phase by it
     func queryEquality(_ data: GraphData) throws -> Int64 {
         let q = try store.box(for: GCustomer.self).query { GCustomer.email == "" }.build()
         var sum: Int64 = 0
@@ -113,6 +119,7 @@ struct StrataGraph: GraphSystem {
         return sum
     }
 
+    @inline(never)   // a frame of its own: profiles attribute each phase by it
     func queryRange(_ data: GraphData) throws -> Int64 {
         let q = try store.box(for: GOrder.self).query { GOrder.amount.between(0, 0) }.build()
         var count: Int64 = 0, ids: Int64 = 0
@@ -126,6 +133,7 @@ struct StrataGraph: GraphSystem {
         return count * 1_000_000 + ids % 1_000_000
     }
 
+    @inline(never)   // a frame of its own: profiles attribute each phase by it
     func queryLink(_ data: GraphData) throws -> Int64 {
         let orders = store.box(for: GOrder.self)
         var sum: Int64 = 0
@@ -137,6 +145,7 @@ struct StrataGraph: GraphSystem {
         return sum
     }
 
+    @inline(never)   // a frame of its own: profiles attribute each phase by it
     func insertSchool(_ data: GraphData) throws {
         let teachers = (0..<data.sizes.teachers).map { i in
             let t = GTeacher()
@@ -155,6 +164,7 @@ struct StrataGraph: GraphSystem {
         }
     }
 
+    @inline(never)   // a frame of its own: profiles attribute each phase by it
     func manyToMany(_ data: GraphData) throws -> Int64 {
         var sum: Int64 = 0
         let students = store.box(for: GStudent.self)
@@ -171,6 +181,7 @@ struct StrataGraph: GraphSystem {
         return sum
     }
 
+    @inline(never)   // a frame of its own: profiles attribute each phase by it
     func removeCustomers(_ data: GraphData) throws {
         let box = store.box(for: GCustomer.self)
         for chunk in stride(from: 0, to: data.removals.count, by: 100) {
@@ -190,6 +201,7 @@ struct StrataGraph: GraphSystem {
         return (count, cleared)
     }
 
+    @inline(never)
     mutating func reopen() throws -> Int {
         store.close()
         store = try Store(directoryPath: directory, options: BenchDurability.current.strataOptions)

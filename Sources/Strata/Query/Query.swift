@@ -38,7 +38,7 @@ public final class Query<T: Entity> {
         self.links = links
     }
 
-    private var store: Store { box.store }
+    var store: Store { box.store }
 
     /// The matching objects, in the query's order (by id when it has none).
     public func find() throws(StrataError) -> [T] { try find(offset: 0, limit: nil) }
@@ -88,6 +88,65 @@ public final class Query<T: Entity> {
 
     /// The first matching object in the query's order, or nil.
     public func findFirst() throws(StrataError) -> T? { try find(offset: 0, limit: 1).first }
+
+    /// The one matching object, or nil when none matches; throws ``StrataError/notUnique(entity:)``
+    /// when more than one does.
+    ///
+    /// ```swift
+    /// let alice = try customers.query { Customer.name == "Alice" }.build().findUnique()
+    /// ```
+    public func findUnique() throws(StrataError) -> T? {
+        let found = try find(offset: 0, limit: 2)
+        guard found.count < 2 else { throw .notUnique(entity: T._strataSchema.name) }
+        return found.first
+    }
+
+    /// Calls `body` with each matching object in the query's order until it returns false,
+    /// without keeping the objects: a scan of any size in the memory of one object.
+    ///
+    /// ```swift
+    /// try q.forEach { order in
+    ///     total += order.amount
+    ///     return total < budget   // false stops the scan
+    /// }
+    /// ```
+    public func forEach(_ body: (T) throws -> Bool) throws(StrataError) {
+        try store.read(consistent: true) { t in
+            let b = try store.binding(for: T.self).get()
+            let store = self.store
+            if !orderings.isEmpty {
+                for id in try ids(in: t, offset: 0, limit: nil) {
+                    guard let object = try box.get(id) else { continue }
+                    guard try QueryRun.call(body, object) else { return }
+                }
+                return
+            }
+            // The scan's visitor is stored as an optional, so formally escaping; it never
+            // outlives the scan.
+            try withoutActuallyEscaping(body) { body in
+                try QueryRun.scan(T.self, condition: condition, fieldsNeeded: [], candidates: try linkCandidates(b, in: t),
+                                  store: store, binding: b, in: t, reuse: reuse, bytes: { id, bytes throws(StrataError) in
+                    try QueryRun.call(body, try b.decode(T.self, id: id, from: bytes, store: store))
+                })
+            }
+        }
+    }
+
+    /// The values of one stored property of the matching objects, read from the stored bytes
+    /// without building objects: aggregates (`sum`, `min`, `max`, `average`, `count`) and value
+    /// lists (``PropertyQuery/findValues()``, ``PropertyQuery/distinct()``).
+    ///
+    /// ```swift
+    /// let total = try orders.query { Order.amount > 100 }.build().property(Order.amount).sum()
+    /// ```
+    public func property<V: PersistableValue>(_ property: Property<T, V>) throws(StrataError) -> PropertyQuery<T, V> {
+        try PropertyQuery(query: self, property: property.slot, name: property.name)
+    }
+
+    /// ``property(_:)`` for an optional property: objects whose value is nil are left out.
+    public func property<V: PersistableValue>(_ property: Property<T, V?>) throws(StrataError) -> PropertyQuery<T, V> {
+        try PropertyQuery(query: self, property: property.slot, name: property.name)
+    }
 
     /// The number of matching objects.
     public func count() throws(StrataError) -> Int {
@@ -142,7 +201,7 @@ public final class Query<T: Entity> {
         if let limit, limit < 0 { throw .invalidQuery(reason: "limit \(limit) is negative") }
     }
 
-    private func ids(in t: Transaction?, offset: Int, limit: Int?) throws(StrataError) -> [Id] {
+    func ids(in t: Transaction?, offset: Int, limit: Int?) throws(StrataError) -> [Id] {
         var found = try matches(in: t)
         if !orderings.isEmpty { try sort(&found, in: t) }
         let start = min(offset, found.count)
@@ -156,7 +215,7 @@ public final class Query<T: Entity> {
     }
 
     /// The objects the links allow (nil: no link).
-    private func linkCandidates(_ b: EntityBinding, in t: Transaction?) throws(StrataError) -> Set<Id>? {
+    func linkCandidates(_ b: EntityBinding, in t: Transaction?) throws(StrataError) -> Set<Id>? {
         var candidates: Set<Id>?
         for link in links {
             let allowed = try link.candidates(b, store, t)

@@ -77,6 +77,14 @@ enum QueryRun {
         }
     }
 
+    /// Runs a caller's visitor, whose errors are any error, inside a scan that throws
+    /// `StrataError`: a `StrataError` passes as it is, anything else aborts with its text.
+    static func call<A>(_ body: (A) throws -> Bool, _ value: A) throws(StrataError) -> Bool {
+        do { return try body(value) } catch let e as StrataError { throw e } catch {
+            throw .transactionAborted(reason: "\(error)")
+        }
+    }
+
     static func matchingIds<R: Entity>(of type: R.Type, condition: ConditionNode, store: Store, in t: Transaction?) throws(StrataError) -> [Id] {
         var ids: [Id] = []
         try scan(R.self, condition: condition, fieldsNeeded: [], store: store, in: t) { id, _ in ids.append(id) }

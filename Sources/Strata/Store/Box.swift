@@ -219,6 +219,43 @@ public struct Box<T: Entity>: Sendable {
         }
     }
 
+    /// The stored objects among `ids`, keyed by id (an id that is not stored has no entry),
+    /// read from one consistent state.
+    ///
+    /// ```swift
+    /// let byId = try customers.getDictionary(order.map { $0.customer.targetId ?? 0 }.filter { $0 != 0 })
+    /// ```
+    public func getDictionary(_ ids: [Id]) throws(StrataError) -> [Id: T] {
+        let b = try binding()
+        if ids.contains(0) { throw .invalidId(entity: b.name) }
+        return try store.read(consistent: true) { t in
+            var out = [Id: T](minimumCapacity: ids.count)
+            try forEachStored(ids, binding: b, in: t) { id, v in
+                out[id] = try b.decode(T.self, id: id, from: v, store: store)
+                return true
+            }
+            return out
+        }
+    }
+
+    /// Calls `body` with every object of this type, by increasing id, until it returns false,
+    /// without keeping them: a scan of any size in the memory of one object, on one consistent
+    /// state.
+    ///
+    /// ```swift
+    /// var found: Customer?
+    /// try customers.forEach { c in
+    ///     if c.name.hasPrefix("A") { found = c }
+    ///     return found == nil   // false stops the scan
+    /// }
+    /// ```
+    public func forEach(_ body: (T) throws -> Bool) throws(StrataError) {
+        let b = try binding()
+        try store.read(consistent: true) { t in
+            try forEach(binding: b, in: t) { id, bytes in try body(b.decode(T.self, id: id, from: bytes, store: store)) }
+        }
+    }
+
     /// Every object of this type, by increasing id.
     public func all() throws(StrataError) -> [T] {
         let b = try binding()

@@ -45,6 +45,8 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
     case indexValueTooLarge(entity: String, property: String, size: Int, limit: Int)
     /// A query that cannot run as built: the reason says what to change.
     case invalidQuery(reason: String)
+    /// ``Query/findUnique()`` found more than one matching object.
+    case notUnique(entity: String)
     /// No entity of this name is stored (inspection by name: ``Store/storedObjects(of:from:limit:_:)``).
     case unknownEntity(String)
     /// The transaction was rolled back because code inside it (a nested transaction) threw.
@@ -72,6 +74,7 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .indexValueTooLarge(entity, property, size, limit):
             "\(entity).\(property) is indexed and a value of \(size) bytes is over the index key limit of \(limit)"
         case let .invalidQuery(reason): "invalid query: \(reason)"
+        case let .notUnique(entity): "more than one \(entity) matches a query expected to find at most one"
         case let .unknownEntity(name): "the store holds no entity named \"\(name)\""
         case let .unsupportedFormatVersion(found, supported):
             "the store has object format version \(found); this build reads up to \(supported)"
