@@ -101,7 +101,7 @@ import Testing
         .keepRandomUnsyncedPages(seed: 6, pageBytes: 128, garbage: true),
     ]
 
-    /// More subsets of pages for the full run: with the two above, six per crash point. The
+    /// More subsets of pages for the full run: with the two above, seven per crash point. The
     /// workload's records are about 60 bytes and its unsynced tails a few hundred: pages of
     /// 128–256 bytes give such a tail several pages, as a real log's tail of 4 KiB pages has.
     static let fullOnlyPolicies: [InMemoryFileSystem.CrashPolicy] = [
@@ -109,6 +109,7 @@ import Testing
         .keepRandomUnsyncedPages(seed: 8, pageBytes: 256, garbage: false),
         .keepRandomUnsyncedPages(seed: 9, pageBytes: 128, garbage: true),
         .keepRandomUnsyncedPages(seed: 10, pageBytes: 512, garbage: true),
+        .keepRandomUnsyncedPages(seed: 11, pageBytes: 256, garbage: true),
     ]
 
     /// Crash points (syncs, renames, directory syncs) of one whole run.

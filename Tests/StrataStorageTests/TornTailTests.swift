@@ -62,7 +62,8 @@ import Testing
     }
 
     /// Writes a WAL by hand: one record per sequence number in `sequences`, putting "s-N".
-    static func writeLog(_ fs: InMemoryFileSystem, _ path: String, sequences: Range<UInt64>, markFirst: Bool) throws {
+    static func writeLog(_ fs: InMemoryFileSystem, _ path: String, sequences: Range<UInt64>, markFirst: Bool,
+                         endOfLog: Bool = false) throws {
         let writer = LogWriter(file: try fs.openWritable(path, truncate: true), path: path)
         if markFirst { writer.noteEarlierLogsDurable() }
         for s in sequences {
@@ -72,6 +73,7 @@ import Testing
             writer.frameBatch(sequence: s, batch: batch.rep, into: &framed)
             try writer.appendFramed(framed.bytes)
         }
+        if endOfLog { try writer.appendEndOfLog() }
         try writer.close()
     }
 
@@ -144,5 +146,25 @@ import Testing
         e = try Engine.open(directory: Self.dir, options: .testing(fs))
         #expect(try Self.keys(e) == ["s-1", "s-2", "s-3", "s-4", "s-5"])
         e.close()
+    }
+
+    /// A log that ends at a record boundary without saying so may have lost an unsynced tail
+    /// whole: the next log is replayed only after an end-of-log record or under a durable mark.
+    @Test func theNextLogIsReplayedOnlyWhenThePreviousOneProvablyEnded() throws {
+        for (endOfLog, markedLater) in [(true, false), (false, false), (false, true)] {
+            let fs = InMemoryFileSystem()
+            let e = try Engine.open(directory: Self.dir, options: .testing(fs))
+            e.close()
+            let wal = try #require(try fs.listDirectory(Self.dir).filter { $0.hasSuffix(".wal") }.sorted().last)
+            let number = try #require(UInt64(wal.dropLast(4)))
+            let first = Self.dir + "/" + wal, second = Self.dir + "/" + Recovery.walName(number + 1)
+            try Self.writeLog(fs, first, sequences: 1..<4, markFirst: false, endOfLog: endOfLog)
+            try Self.writeLog(fs, second, sequences: 4..<6, markFirst: markedLater)
+            #expect(try Engine.verify(directory: Self.dir, fileSystem: fs).isClean)
+            let reopened = try Engine.open(directory: Self.dir, options: .testing(fs))
+            let expected = endOfLog || markedLater ? ["s-1", "s-2", "s-3", "s-4", "s-5"] : ["s-1", "s-2", "s-3"]
+            #expect(try Self.keys(reopened) == expected, "end of log \(endOfLog), later log marked \(markedLater)")
+            reopened.close()
+        }
     }
 }

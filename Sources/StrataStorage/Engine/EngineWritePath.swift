@@ -278,6 +278,9 @@ extension Engine {
         let file = try fileSystem.openLog(path)
         do {
             try fileSystem.syncDirectory(directory)
+            // The old log says it ends here, so that recovery knows nothing of it is missing
+            // before it replays the new one (SPEC.md §5.2).
+            try wal?.appendEndOfLog()
         } catch {
             try? file.close()
             try? fileSystem.removeFile(path)

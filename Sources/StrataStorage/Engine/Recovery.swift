@@ -172,7 +172,21 @@ enum Recovery {
             lastSequence = outcome.lastSequence
             replayed.append(n)
             if outcome.isEmpty { emptyWals.append(n) }
-            if outcome.tornAt >= 0 { torn = (n, outcome.tornAt) }
+            if outcome.tornAt >= 0 {
+                torn = (n, outcome.tornAt)
+            } else if !outcome.sawEndOfLog, n != wals.last {
+                // The log ends without saying so, and a later one exists: a power cut may have
+                // dropped its unsynced tail at a record boundary. Unless a later log's durable
+                // mark vouches for it, what follows is after a possible hole.
+                var vouched = false
+                for later in wals where later > n {
+                    if try logHasDurableMark(joinPath(directory, walName(later)), fs: fs, after: lastSequence) {
+                        vouched = true
+                        break
+                    }
+                }
+                if !vouched { torn = (n, outcome.validEnd) }
+            }
         }
         versions.noteLastSequence(lastSequence)
         if options.readOnly {
@@ -273,6 +287,10 @@ enum Recovery {
         var isEmpty: Bool
         /// Where a torn tail starts, or -1.
         var tornAt: Int
+        /// Where the valid records end.
+        var validEnd: Int
+        /// Whether the log ends with an end-of-log record.
+        var sawEndOfLog: Bool
     }
 
     /// Replays one WAL into the memtables.
@@ -314,6 +332,7 @@ enum Recovery {
         }
         reader.beforeWindowMoves = { insertPending() }
         let outcome = try reader.forEachRecord { record in
+            if record.isEndOfLog { return }
             records += 1
             let payload = record.payload
             let offset = record.offset
@@ -347,7 +366,8 @@ enum Recovery {
         }
         insertPending()
         return ReplayOutcome(lastSequence: last, isEmpty: records == 0 && !outcome.droppedTornTail,
-                             tornAt: outcome.droppedTornTail ? outcome.validEnd : -1)
+                             tornAt: outcome.droppedTornTail ? outcome.validEnd : -1, validEnd: outcome.validEnd,
+                             sawEndOfLog: outcome.sawEndOfLog)
     }
 
     private static func insert(_ ops: [ReplayOperation], into mem: Memtable) {

@@ -115,22 +115,32 @@ struct StorageVerifier {
                                                   reason: "the log number names \(Recovery.walName(manifest.logNumber)), which does not exist: later manifest records are lost"))
         }
         var lastSequence = manifest.lastSequence
-        // Recovery's rule across logs (SPEC.md §5.2): after a torn log, later logs are dropped,
-        // which is only sound when none of them was ever synced.
-        var tornLog: String?
+        var logs: [(path: String, log: LogCheck)] = []
         for n in wals.sorted() {
             let path = joinPath(directory, Recovery.walName(n))
             let log = verifyLog(path, keySpaces: manifest.keySpaces, after: lastSequence)
-            if let tornLog {
-                if log.sawDurableMark {
-                    report.problems.append(StorageProblem(file: tornLog, offset: 0, reason: "torn log, and the later log \(path) says it was synced"))
-                } else if log.records > 0 {
-                    report.notes.append("\(path): follows a torn log and was never synced; recovery drops its \(log.records) records")
-                }
-                continue
-            }
             lastSequence = log.lastSequence
-            if log.torn { tornLog = path }
+            logs.append((path, log))
+        }
+        // Recovery's rules across logs (SPEC.md §5.2): after a torn log, or a log that ends
+        // without an end-of-log record and that no later durable mark vouches for, later logs
+        // are dropped; a torn log that a later mark vouches for is damage.
+        for (i, entry) in logs.enumerated() {
+            let laterMarked = logs[(i + 1)...].contains { $0.log.sawDurableMark }
+            let cut: Bool
+            if entry.log.torn {
+                if laterMarked {
+                    report.problems.append(StorageProblem(file: entry.path, offset: 0, reason: "torn log, and a later log says it was synced"))
+                }
+                cut = true
+            } else {
+                cut = !entry.log.sawEndOfLog && i + 1 < logs.count && !laterMarked
+            }
+            guard cut else { continue }
+            for later in logs[(i + 1)...] where later.log.records > 0 && !later.log.sawDurableMark {
+                report.notes.append("\(later.path): follows a log whose end is not known to be durable and was never synced; recovery drops its \(later.log.records) records")
+            }
+            break
         }
         let statsPath = StatsFile.path(in: directory)
         if fs.fileExists(statsPath) {
@@ -279,11 +289,19 @@ struct StorageVerifier {
     }
 
     /// Every record of one WAL: checksum, batch structure, known key spaces.
-    private mutating func verifyLog(_ path: String, keySpaces: Set<UInt32>, after start: UInt64)
-        -> (lastSequence: UInt64, records: Int, torn: Bool, sawDurableMark: Bool) {
+    /// What ``verifyLog(_:keySpaces:after:)`` found in one WAL.
+    struct LogCheck {
+        var lastSequence: UInt64
+        var records: Int
+        var torn: Bool
+        var sawDurableMark: Bool
+        var sawEndOfLog: Bool
+    }
+
+    private mutating func verifyLog(_ path: String, keySpaces: Set<UInt32>, after start: UInt64) -> LogCheck {
         var last = start
         var records = 0
-        var torn = false, sawMark = false
+        var torn = false, sawMark = false, ended = false
         do {
             let file = try fs.openReadable(path)
             defer { file.close() }
@@ -293,6 +311,7 @@ struct StorageVerifier {
             }
             let outcome = try reader.forEachRecord { record in
                 let payload = record.payload, offset = record.offset
+                if record.isEndOfLog { return }
                 records += 1
                 guard payload.count >= 12 else {
                     throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record too short")
@@ -310,6 +329,7 @@ struct StorageVerifier {
             }
             torn = outcome.droppedTornTail
             sawMark = outcome.sawDurableMark
+            ended = outcome.sawEndOfLog
             if torn {
                 report.notes.append("\(path): torn at offset \(outcome.validEnd): the rest was never synced, and recovery drops it")
             }
@@ -317,6 +337,6 @@ struct StorageVerifier {
             problem(error, file: path)
         }
         report.walRecords += records
-        return (last, records, torn, sawMark)
+        return LogCheck(lastSequence: last, records: records, torn: torn, sawDurableMark: sawMark, sawEndOfLog: ended)
     }
 }

@@ -10,6 +10,9 @@ struct LogRecord {
     /// The durable mark of a WAL record that carries one (SPEC.md §5.1): every byte of this log
     /// before it, and every earlier log, was synced when the record was appended.
     var durableMark: UInt64?
+
+    /// An empty unmarked WAL record: the writer moved on to the next log here (SPEC.md §5.1).
+    var isEndOfLog: Bool { payload.isEmpty && durableMark == nil }
 }
 
 /// Reads the records of a log file written by ``LogWriter`` (SPEC.md §5.2), through a window of
@@ -71,21 +74,26 @@ final class LogReader {
         /// Whether any valid record, before or after a torn point, carries a durable mark: the
         /// log was synced at some point, and so was every earlier log (SPEC.md §8).
         var sawDurableMark: Bool
+        /// Whether the valid records end with an end-of-log record: the writer moved on to the
+        /// next log, and nothing of this one is missing.
+        var sawEndOfLog = false
     }
 
     /// Calls `body` with each valid record in order, up to the log's end or a torn tail.
     func forEachRecord(_ body: (LogRecord) throws -> Void) throws -> Outcome {
         var offset = 0
         var sawMark = false
+        var ended = false
         while offset < fileSize {
             if let record = try record(at: offset) {
                 if record.durableMark != nil { sawMark = true }
+                ended = record.isEndOfLog
                 try body(record)
                 offset = record.end
                 continue
             }
             if try zerosToEnd(from: offset) {
-                return Outcome(validEnd: offset, droppedTornTail: false, sawDurableMark: sawMark)
+                return Outcome(validEnd: offset, droppedTornTail: false, sawDurableMark: sawMark, sawEndOfLog: ended)
             }
             // Damage at `offset`: a torn tail unless a later record proves these bytes durable.
             var probe = offset + 1
@@ -106,7 +114,7 @@ final class LogReader {
             }
             return Outcome(validEnd: offset, droppedTornTail: true, sawDurableMark: sawMark)
         }
-        return Outcome(validEnd: offset, droppedTornTail: false, sawDurableMark: sawMark)
+        return Outcome(validEnd: offset, droppedTornTail: false, sawDurableMark: sawMark, sawEndOfLog: ended)
     }
 
     /// The well-formed record at `offset`, or nil.

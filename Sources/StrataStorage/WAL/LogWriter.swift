@@ -87,6 +87,16 @@ final class LogWriter {
         markFramed = false
     }
 
+    /// Appends the end-of-log record, an empty unmarked record (SPEC.md §5.1): the writer moves
+    /// on to the next log. Recovery replays the next log only after a log that ends so (or when
+    /// a later log's durable mark vouches for this one): a log whose unsynced tail a power cut
+    /// dropped at a record boundary looks whole, and replaying the next one would leave a hole.
+    func appendEndOfLog() throws {
+        scratch.removeAll()
+        Self.frame(UnsafeRawBufferPointer(start: nil, count: 0), into: &scratch)
+        try appendFramed(scratch.bytes)
+    }
+
     /// Notes that every earlier log was synced (at a WAL rotation): the next record says so.
     func noteEarlierLogsDurable() { markPending = true }
 
