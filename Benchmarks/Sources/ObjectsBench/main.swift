@@ -7,6 +7,7 @@ import Foundation
 //   strata-objects-bench observe [--puts N] [--reps R] [--durability D]   (change observation's cost)
 //   strata-objects-bench graph [--scale X] [--reps R] [--only strata|grdb] [--durability D]
 //   strata-objects-bench graph-child SYSTEM DIR SCALE      (internal: one run, JSON out)
+//   strata-objects-bench aggregate [--flat N] [--reps R]  (a property query's sum vs decoding every order)
 //
 // --stop-after ends each run after one phase (put-all, get-all, …): with valgrind's allocation
 // totals at two sizes it gives the allocations per object of the phases up to it.
@@ -67,6 +68,8 @@ let graphMode = args.first == "graph"
 if graphMode { args.removeFirst() }
 let observeMode = args.first == "observe"
 if observeMode { args.removeFirst() }
+let aggregateMode = args.first == "aggregate"
+if aggregateMode { args.removeFirst() }
 var observePuts = 20_000
 var scale = 1.0
 while args.count >= 2 {
@@ -80,7 +83,7 @@ while args.count >= 2 {
     case "--stop-after" where FlatCrudPhase(rawValue: value) != nil: stopAfter = FlatCrudPhase(rawValue: value)
     case "--durability" where BenchDurability(rawValue: value) != nil: setenv(BenchDurability.environmentKey, value, 1)
     default:
-        print("usage: strata-objects-bench [graph | observe] [--flat N | --puts N | --scale X] [--reps R] [--only strata|grdb] [--stop-after PHASE] [--durability matched|sync]")
+        print("usage: strata-objects-bench [graph | observe | aggregate] [--flat N | --puts N | --scale X] [--reps R] [--only strata|grdb] [--stop-after PHASE] [--durability matched|sync]")
         exit(2)
     }
 }
@@ -127,6 +130,16 @@ if observeMode {
         try ObservationBench.run(reps: reps, puts: observePuts)
     } catch {
         FileHandle.standardError.write("observation benchmark failed: \(error)\n".data(using: .utf8)!)
+        exit(1)
+    }
+    exit(0)
+}
+
+if aggregateMode {
+    do {
+        try AggregateBench.run(reps: reps, orders: flatCount)
+    } catch {
+        FileHandle.standardError.write("aggregate benchmark failed: \(error)\n".data(using: .utf8)!)
         exit(1)
     }
     exit(0)

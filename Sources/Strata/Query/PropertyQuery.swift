@@ -46,8 +46,45 @@ public struct PropertyQuery<T: Entity, V: PersistableValue> {
     /// How many matching objects have a non-nil value (distinct values after ``distinct()``).
     public func count() throws(StrataError) -> Int {
         var n = 0
-        try forEachValue { _ in n += 1 }
+        try forEachField { _ in n += 1 }
         return n
+    }
+
+    /// Calls `body` with each non-nil stored value in the query's order as the codec stores it
+    /// (once per value after ``distinct()``), read in place by the query's matcher: no object
+    /// and no `V` is built, which is what makes aggregates cheap. The view is valid during the
+    /// call only.
+    func forEachField(_ body: (FieldView) throws(StrataError) -> Void) throws(StrataError) {
+        if !query.orderings.isEmpty || isDistinct {
+            // Order and distinctness need the values themselves: the general path.
+            try forEachValue { (v: V) throws(StrataError) in
+                switch QueryValue.of(v) {
+                case .null: return
+                case let .int(x): try body(.int(x))
+                case let .uint(x): try body(.uint(x))
+                case let .double(x): try body(.double(x))
+                case let .bytes(b):
+                    do {
+                        try b.withUnsafeBytes { try body(.bytes($0)) }
+                    } catch let e as StrataError {
+                        throw e
+                    } catch {
+                        throw StrataError(error)
+                    }
+                }
+            }
+            return
+        }
+        let store = query.store
+        let field = field
+        try store.read(consistent: true) { t in
+            let b = try store.binding(for: T.self).get()
+            try QueryRun.scan(T.self, condition: query.condition, fieldsNeeded: [field], candidates: try query.linkCandidates(b, in: t),
+                              store: store, binding: b, in: t) { _, m throws(StrataError) in
+                let view = m.field(field)
+                if !view.isNull { try body(view) }
+            }
+        }
     }
 
     /// Calls `body` with each non-nil value in the query's order (once per value after
@@ -119,8 +156,15 @@ extension PropertyQuery where V: BinaryInteger {
     public func sum() throws(StrataError) -> Int64 {
         var total: Int64 = 0
         let name = name
-        try forEachValue { v throws(StrataError) in
-            guard let x = Int64(exactly: v) else { throw .invalidQuery(reason: "a value of \(name) does not fit in Int64 for a sum") }
+        try forEachField { view throws(StrataError) in
+            let x: Int64
+            switch view {
+            case let .int(v): x = v
+            case let .uint(v):
+                guard let fits = Int64(exactly: v) else { throw .invalidQuery(reason: "a value of \(name) does not fit in Int64 for a sum") }
+                x = fits
+            default: return
+            }
             let (s, overflow) = total.addingReportingOverflow(x)
             guard !overflow else { throw .invalidQuery(reason: "the sum of \(name) overflows Int64") }
             total = s
@@ -131,8 +175,12 @@ extension PropertyQuery where V: BinaryInteger {
     /// The mean of the non-nil values, or nil when there is none.
     public func average() throws(StrataError) -> Double? {
         var total = 0.0, n = 0
-        try forEachValue { v in
-            total += Double(v)
+        try forEachField { view in
+            switch view {
+            case let .int(v): total += Double(v)
+            case let .uint(v): total += Double(v)
+            default: return
+            }
             n += 1
         }
         return n == 0 ? nil : total / Double(n)
@@ -143,15 +191,16 @@ extension PropertyQuery where V: BinaryFloatingPoint {
     /// The sum of the non-nil values.
     public func sum() throws(StrataError) -> Double {
         var total = 0.0
-        try forEachValue { total += Double($0) }
+        try forEachField { view in if case let .double(v) = view { total += v } }
         return total
     }
 
     /// The mean of the non-nil values, or nil when there is none.
     public func average() throws(StrataError) -> Double? {
         var total = 0.0, n = 0
-        try forEachValue { v in
-            total += Double(v)
+        try forEachField { view in
+            guard case let .double(v) = view else { return }
+            total += v
             n += 1
         }
         return n == 0 ? nil : total / Double(n)
