@@ -20,7 +20,7 @@ import Testing
 
     /// Writes `count` batches, each putting key i in both key spaces; returns the WAL bytes and
     /// the offset where the last record starts.
-    static func writeBatches(_ fs: InMemoryFileSystem, count: Int) throws -> (wal: String, lastRecordStart: Int) {
+    static func writeBatches(_ fs: InMemoryFileSystem, count: Int) throws -> (wal: String, lastRecordStart: Int, lastRecordEnd: Int) {
         let e = try Engine.open(directory: dir, options: options(fs))
         let a = e.defaultKeySpace
         let b = try e.keySpace(named: "edges")
@@ -35,15 +35,16 @@ import Testing
         }
         let wal = try walPath(fs)
         e.close()
-        return (wal, sizes[sizes.count - 2])
+        return (wal, sizes[sizes.count - 2], sizes[sizes.count - 1])
     }
 
     @Test func truncatedTailAtEveryOffsetKeepsEveryEarlierBatch() throws {
         let fs = InMemoryFileSystem()
-        let (wal, lastStart) = try Self.writeBatches(fs, count: 5)
+        let (wal, lastStart, lastEnd) = try Self.writeBatches(fs, count: 5)
         let full = fs.contents(of: wal)!
         let image = fs.state.withLock { $0 }
-        for cut in lastStart..<full.count {
+        // Up to the end of the last batch: the end-of-log record of the clean close follows it.
+        for cut in lastStart..<lastEnd {
             fs.state.withLock { $0 = image }
             fs.setContents(of: wal, to: Array(full.prefix(cut)))
             let e = try Engine.open(directory: Self.dir, options: Self.options(fs))
@@ -62,7 +63,7 @@ import Testing
 
     @Test func garbageTailIsDroppedToo() throws {
         let fs = InMemoryFileSystem()
-        let (wal, lastStart) = try Self.writeBatches(fs, count: 4)
+        let (wal, lastStart, _) = try Self.writeBatches(fs, count: 4)
         var bytes = fs.contents(of: wal)!
         var rng: UInt64 = 77
         for i in lastStart..<bytes.count {
@@ -77,7 +78,7 @@ import Testing
 
     @Test func damageInTheMiddleOfTheLogIsAnError() throws {
         let fs = InMemoryFileSystem()
-        let (wal, _) = try Self.writeBatches(fs, count: 6)
+        let (wal, _, _) = try Self.writeBatches(fs, count: 6)
         var bytes = fs.contents(of: wal)!
         bytes[20] ^= 0x40   // inside the first record
         fs.setContents(of: wal, to: bytes)
@@ -159,7 +160,7 @@ import Testing
     @Test func opensWithoutWritesDoNotPileUpEmptyLogs() throws {
         let fs = InMemoryFileSystem()
         func walCount() throws -> Int { try fs.listDirectory(Self.dir).filter { $0.hasSuffix(".wal") }.count }
-        let (_, _) = try Self.writeBatches(fs, count: 3)
+        let (_, _, _) = try Self.writeBatches(fs, count: 3)
         for _ in 0..<5 {
             let e = try Engine.open(directory: Self.dir, options: Self.options(fs))
             #expect(try e.get(key(2), in: e.defaultKeySpace) == bytes("value-2"))

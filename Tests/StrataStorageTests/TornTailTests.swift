@@ -167,4 +167,31 @@ import Testing
             reopened.close()
         }
     }
+
+    /// Found by the kill test: a store closed cleanly, reopened, and its new log rotated before
+    /// any record (the replayed memtable was full), so the durable mark that vouches for the
+    /// older logs never reached a log, and the next open dropped everything written after. The
+    /// closed log now ends with an end-of-log record, and a pending mark passes to the next log.
+    @Test func aLogRotatedBeforeItsFirstRecordLosesNothingAtTheNextOpen() throws {
+        let fs = InMemoryFileSystem()
+        // More than the next open's memtable holds: its first write rotates the log at once.
+        var e = try Engine.open(directory: Self.dir, options: .testing(fs, memtableBytes: 64 << 10))
+        let filler = String(repeating: "x", count: 300)
+        for i in 0..<20 { try e.put(String(format: "k-%03d", i), filler, in: e.defaultKeySpace) }
+        e.close()
+        // The flush the next write starts is held, so the logs stay as they are.
+        let gate = DispatchSemaphore(value: 0)
+        var options = EngineOptions.testing(fs, memtableBytes: 4 << 10)
+        options.eventListener = { event in if case .flushBegan = event { gate.wait() } }
+        e = try Engine.open(directory: Self.dir, options: options)
+        try e.put("big", String(repeating: "y", count: 1_000), in: e.defaultKeySpace)
+        try e.put("after", "rotation", in: e.defaultKeySpace)
+        fs.simulateCrash(.keepEverything)   // the process dies; the kernel keeps every write
+        gate.signal()
+        e.close()
+        e = try Engine.open(directory: Self.dir, options: .testing(fs, memtableBytes: 4 << 10))
+        let keys = try Self.keys(e)
+        #expect(keys.contains("after") && keys.contains("big") && keys.filter { $0.hasPrefix("k-") }.count == 20, "\(keys)")
+        e.close()
+    }
 }

@@ -171,6 +171,9 @@ public final class Engine: @unchecked Sendable {
         commitLock.lock()
         commitLock.broadcast()   // stalled writers wake, see the engine closed, and leave
         while flushRunning || compactionScheduled || !writers.isEmpty { commitLock.wait() }
+        // A log closed cleanly says it ends there (SPEC.md §5.1): the next open replays the
+        // log it creates after this one.
+        try? wal?.appendEndOfLog()
         try? wal?.close()
         for r in retiredWals { try? r.log.close() }
         retiredWals = []

@@ -276,6 +276,9 @@ extension Engine {
         let number = manifestLock.withLock { versions.newFileNumber() }
         let path = joinPath(directory, Recovery.walName(number))
         let file = try fileSystem.openLog(path)
+        // What the old log would have said in its next record holds for the new one's first:
+        // no data record was logged since every earlier one became durable.
+        let carryMark = wal?.markPending == true
         do {
             try fileSystem.syncDirectory(directory)
             // The old log says it ends here, so that recovery knows nothing of it is missing
@@ -286,8 +289,10 @@ extension Engine {
             try? fileSystem.removeFile(path)
             throw error
         }
+        let next = LogWriter(file: file, path: path)
+        if carryMark { next.noteEarlierLogsDurable() }
         if let wal { retiredWals.append((walNumber, wal)) }
-        wal = LogWriter(file: file, path: path)
+        wal = next
         walNumber = number
     }
 }

@@ -261,7 +261,7 @@ enum Recovery {
         let file = try fs.openReadable(path)
         defer { file.close() }
         let reader = LogReader(file: file, path: path, allowsMarks: true, maxRecordBytes: maxWalRecordBytes) { record in
-            record.payload.count >= 12 && loadFixed64(record.payload, 0) > start
+            record.isEndOfLog || (record.payload.count >= 12 && loadFixed64(record.payload, 0) > start)
         }
         return try reader.forEachRecord { _ in }.sawDurableMark
     }
@@ -310,7 +310,7 @@ enum Recovery {
         // A record found after damage only counts as "valid" if it also looks like a batch
         // that follows on: that keeps random garbage in a torn tail from passing as a record.
         let reader = LogReader(file: file, path: path, allowsMarks: true, maxRecordBytes: maxWalRecordBytes) { record in
-            record.payload.count >= 12 && loadFixed64(record.payload, 0) > start
+            record.isEndOfLog || (record.payload.count >= 12 && loadFixed64(record.payload, 0) > start)
         }
         // Indexed by key space id (ids are small and dense): a dictionary lookup per
         // operation showed in the profile.

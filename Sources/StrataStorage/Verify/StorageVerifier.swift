@@ -307,7 +307,7 @@ struct StorageVerifier {
             defer { file.close() }
             report.bytesChecked += file.size
             let reader = LogReader(file: file, path: path, allowsMarks: true, maxRecordBytes: Recovery.maxWalRecordBytes) { record in
-                record.payload.count >= 12 && loadFixed64(record.payload, 0) > start
+                record.isEndOfLog || (record.payload.count >= 12 && loadFixed64(record.payload, 0) > start)
             }
             let outcome = try reader.forEachRecord { record in
                 let payload = record.payload, offset = record.offset

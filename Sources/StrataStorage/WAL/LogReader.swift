@@ -11,8 +11,9 @@ struct LogRecord {
     /// before it, and every earlier log, was synced when the record was appended.
     var durableMark: UInt64?
 
-    /// An empty unmarked WAL record: the writer moved on to the next log here (SPEC.md §5.1).
-    var isEndOfLog: Bool { payload.isEmpty && durableMark == nil }
+    /// A WAL record with an empty payload (after its durable mark, if any): the writer moved on
+    /// to the next log, or closed this one, here (SPEC.md §5.1).
+    var isEndOfLog: Bool { payload.isEmpty }
 }
 
 /// Reads the records of a log file written by ``LogWriter`` (SPEC.md §5.2), through a window of

@@ -12,8 +12,10 @@ final class LogWriter {
     /// Every byte before this offset was synced by ``sync()``.
     private(set) var durableOffset: UInt64 = 0
     /// Whether the next WAL record must carry a durable mark: this log or an earlier one was
-    /// synced since the last mark was appended.
-    private var markPending = false
+    /// synced since the last mark was appended. Still set when the writer moves on to a new
+    /// log, it means no record was appended since: every data record of this log and of every
+    /// earlier one is durable, and the new log's first record may say so.
+    private(set) var markPending = false
     /// Whether a record framed since the last append carries the pending mark.
     private var markFramed = false
 
@@ -87,13 +89,20 @@ final class LogWriter {
         markFramed = false
     }
 
-    /// Appends the end-of-log record, an empty unmarked record (SPEC.md §5.1): the writer moves
-    /// on to the next log. Recovery replays the next log only after a log that ends so (or when
-    /// a later log's durable mark vouches for this one): a log whose unsynced tail a power cut
-    /// dropped at a record boundary looks whole, and replaying the next one would leave a hole.
+    /// Appends the end-of-log record, a record with an empty payload (SPEC.md §5.1): the writer
+    /// moves on to the next log, or closes this one. Recovery replays the next log only after a
+    /// log that ends so (or when a later log's durable mark vouches for this one): a log whose
+    /// unsynced tail a power cut dropped at a record boundary looks whole, and replaying the
+    /// next one would leave a hole. It carries the pending durable mark, if any, so that the
+    /// last durable records of a log closed after a sync are vouched for too.
     func appendEndOfLog() throws {
         scratch.removeAll()
-        Self.frame(UnsafeRawBufferPointer(start: nil, count: 0), into: &scratch)
+        if let mark = takeMark() {
+            Self.frame(payloadBytes: FormatConstants.logRecordMarkBytes, lengthFlags: FormatConstants.logRecordMarkFlag,
+                       into: &scratch) { $0.appendFixed64(mark) }
+        } else {
+            Self.frame(UnsafeRawBufferPointer(start: nil, count: 0), into: &scratch)
+        }
         try appendFramed(scratch.bytes)
     }
 
