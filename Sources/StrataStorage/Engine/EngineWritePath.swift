@@ -278,7 +278,7 @@ extension Engine {
         let file = try fileSystem.openLog(path)
         // What the old log would have said in its next record holds for the new one's first:
         // no data record was logged since every earlier one became durable.
-        let carryMark = wal?.markPending == true
+        var carryMark = wal?.markPending == true
         do {
             try fileSystem.syncDirectory(directory)
             // The old log says it ends here, so that recovery knows nothing of it is missing
@@ -288,6 +288,13 @@ extension Engine {
             try? file.close()
             try? fileSystem.removeFile(path)
             throw error
+        }
+        if carryMark {
+            // The mark vouches for whole logs, end-of-log record included: that one is not
+            // synced yet. One sync per rotation, and only after a durable write; if it fails,
+            // the new log makes no claim (the old one is synced before its next durable write,
+            // where a failure stops writes).
+            do { try wal?.sync() } catch { carryMark = false }
         }
         let next = LogWriter(file: file, path: path)
         if carryMark { next.noteEarlierLogsDurable() }
