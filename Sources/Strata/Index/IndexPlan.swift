@@ -16,14 +16,15 @@ struct IndexPlan {
     }
 
     var ranges: [Range]
+    /// Objects named by id (a resolved relation condition), besides the ranges' entries.
+    var ids: [Id] = []
 
     /// A plan for `node` on an entity with these built indexes; nil when the condition needs a
-    /// scan (no indexed property, `!=`, `endsWith`, case-insensitive strings, `||` with an
-    /// unindexed branch).
+    /// scan (no indexed property or relation condition, `!=`, `endsWith`, case-insensitive
+    /// strings, `||` with such a branch).
     static func make(_ node: ConditionNode, binding b: EntityBinding) -> IndexPlan? {
-        guard let ix = b.indexes else { return nil }
         func index(_ field: Int) -> EntityIndexes.Indexed? {
-            guard field < b.propertyIds.count, let i = ix.position(ofProperty: b.propertyIds[field]) else { return nil }
+            guard let ix = b.indexes, field < b.propertyIds.count, let i = ix.position(ofProperty: b.propertyIds[field]) else { return nil }
             return ix.properties[i]
         }
         func point(_ x: EntityIndexes.Indexed, _ v: QueryValue) -> Range {
@@ -69,18 +70,24 @@ struct IndexPlan {
                 return IndexPlan(ranges: [range(x, p, IndexKey.successor(p))])
             case .notEqual, .endsWith, .contains: return nil
             }
+        case let .ids(allowed):
+            return IndexPlan(ranges: [], ids: allowed.sorted())
         case let .and(nodes):
-            // One branch narrows enough; prefer exact matches over ranges.
+            // One branch narrows enough. A relation condition's objects come first (usually
+            // few, and reading an index range on top would cost more than evaluating the
+            // condition on them), then exact matches, then ranges.
             let plans = nodes.compactMap { make($0, binding: b) }
+            if let named = plans.filter({ $0.ranges.isEmpty }).min(by: { $0.ids.count < $1.ids.count }) { return named }
             return plans.min { $0.isPointLookup && !$1.isPointLookup }
         case let .or(nodes):
-            var ranges: [Range] = []
+            var plan = IndexPlan(ranges: [])
             for n in nodes {
                 guard let p = make(n, binding: b) else { return nil }
-                ranges += p.ranges
+                plan.ranges += p.ranges
+                plan.ids += p.ids
             }
-            return IndexPlan(ranges: ranges)
-        case .all, .isNil, .relationCount, .string:
+            return plan
+        case .all, .isNil, .relationCount, .string, .link:
             return nil
         }
     }
@@ -98,6 +105,7 @@ struct IndexPlan {
                 ? try store.indexedIds(ofValue: r.lower, keyedByValue: r.keyedByValue, in: t)
                 : try store.indexedIds(from: r.lower, to: r.upper, keyedByValue: r.keyedByValue, in: t)
         }
+        ids += self.ids
         // One value's entries come by increasing id already (the id ends the key): an equality
         // lookup skips the sort.
         if zip(ids, ids.dropFirst()).contains(where: { $0 >= $1 }) {

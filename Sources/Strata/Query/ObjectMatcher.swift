@@ -86,6 +86,11 @@ final class ObjectMatcher {
         case let .relationCount(slot, op, n):
             let count = try relationCount(slot, id: id)
             return op.holds(count < n ? -1 : (count == n ? 0 : 1))
+        case let .ids(allowed):
+            return allowed.contains(id)
+        case .link:
+            // Every run resolves its links to ids before it matches (QueryRun.scan).
+            throw .invalidQuery(reason: "a relation condition was evaluated before it was resolved")
         case let .and(nodes):
             for n in nodes where !(try matches(n, id: id)) { return false }
             return true

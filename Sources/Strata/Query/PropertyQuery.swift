@@ -79,7 +79,7 @@ public struct PropertyQuery<T: Entity, V: PersistableValue> {
         let field = field
         try store.read(consistent: true) { t in
             let b = try store.binding(for: T.self).get()
-            try QueryRun.scan(T.self, condition: query.condition, fieldsNeeded: [field], candidates: try query.linkCandidates(b, in: t),
+            try QueryRun.scan(T.self, condition: query.condition, fieldsNeeded: [field],
                               store: store, binding: b, in: t) { _, m throws(StrataError) in
                 let view = m.field(field)
                 if !view.isNull { try body(view) }
@@ -124,7 +124,7 @@ public struct PropertyQuery<T: Entity, V: PersistableValue> {
             // The scan's visitor is stored as an optional, so formally escaping; it never
             // outlives the scan.
             try withoutActuallyEscaping(visit) { visit in
-                try QueryRun.scan(T.self, condition: query.condition, fieldsNeeded: [], candidates: try query.linkCandidates(b, in: t),
+                try QueryRun.scan(T.self, condition: query.condition, fieldsNeeded: [],
                                   store: store, binding: b, in: t, bytes: { id, raw throws(StrataError) in
                     try visit(id, raw)
                     return true

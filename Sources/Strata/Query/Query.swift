@@ -12,7 +12,8 @@
 ///
 /// Equality, range, `isIn`, `isNil` and case-sensitive `startsWith` conditions on an `@Index`
 /// property read the index (O(log n + k)); other conditions scan the entity's objects once,
-/// reading only the fields they need; links narrow the objects through the relation edges first.
+/// reading only the fields they need; relation conditions (``Property/matches(_:)``,
+/// ``Property/any(_:)``, the builder's `link`) narrow the objects through the relation edges first.
 /// A ``find()`` that is one equality on a `@Unique` property, outside a transaction, is two
 /// point reads (the index entry, then the object, checked to still hold the value).
 ///
@@ -22,7 +23,6 @@ public final class Query<T: Entity> {
     let box: Box<T>
     private(set) var condition: ConditionNode
     let orderings: [QueryOrdering]
-    let links: [QueryLink]
     /// Every entity whose changes can change the results (its own, those its links and
     /// orderings read): what an observation of the query watches.
     let readEntities: Set<String>
@@ -30,12 +30,11 @@ public final class Query<T: Entity> {
     /// the matcher.
     private let reuse = QueryRun.Reuse()
 
-    init(box: Box<T>, condition: ConditionNode, orderings: [QueryOrdering], links: [QueryLink], readEntities: Set<String>) {
+    init(box: Box<T>, condition: ConditionNode, orderings: [QueryOrdering], readEntities: Set<String>) {
         self.box = box
         self.readEntities = readEntities
         self.condition = condition
         self.orderings = orderings
-        self.links = links
     }
 
     var store: Store { box.store }
@@ -64,7 +63,7 @@ public final class Query<T: Entity> {
             var skipped = 0
             let store = self.store
             let b = try store.binding(for: T.self).get()
-            try QueryRun.scan(T.self, condition: condition, fieldsNeeded: [], candidates: try linkCandidates(b, in: t),
+            try QueryRun.scan(T.self, condition: condition, fieldsNeeded: [],
                               store: store, binding: b, in: t, reuse: reuse, bytes: { id, bytes throws(StrataError) in
                 if skipped < offset {
                     skipped += 1
@@ -124,7 +123,7 @@ public final class Query<T: Entity> {
             // The scan's visitor is stored as an optional, so formally escaping; it never
             // outlives the scan.
             try withoutActuallyEscaping(body) { body in
-                try QueryRun.scan(T.self, condition: condition, fieldsNeeded: [], candidates: try linkCandidates(b, in: t),
+                try QueryRun.scan(T.self, condition: condition, fieldsNeeded: [],
                                   store: store, binding: b, in: t, reuse: reuse, bytes: { id, bytes throws(StrataError) in
                     try QueryRun.call(body, try b.decode(T.self, id: id, from: bytes, store: store))
                 })
@@ -214,29 +213,23 @@ public final class Query<T: Entity> {
         var keys: [QueryValue]
     }
 
-    /// The objects the links allow (nil: no link).
-    func linkCandidates(_ b: EntityBinding, in t: Transaction?) throws(StrataError) -> Set<Id>? {
-        var candidates: Set<Id>?
-        for link in links {
-            let allowed = try link.candidates(b, store, t)
-            candidates = candidates.map { $0.intersection(allowed) } ?? allowed
-        }
-        return candidates
-    }
-
     private func matches(in t: Transaction?) throws(StrataError) -> [Match] {
         let b = try store.binding(for: T.self).get()
-        let candidates = try linkCandidates(b, in: t)
-        let orderFields = try orderings.map { o throws(StrataError) -> Int in
-            guard case let .field(f) = o.slot, T._strataSchema.properties[f].type != .toMany else {
-                throw .invalidQuery(reason: "a query orders by stored properties and to-one relations only")
-            }
-            return f
+        // `build()` let through only orderings by a field or a relation's count.
+        let orderFields = orderings.map { o -> Int? in
+            if !o.byCount, case let .field(f) = o.slot { return f }
+            return nil
         }
+        let orderings = orderings
         var out: [Match] = []
-        try QueryRun.scan(T.self, condition: condition, fieldsNeeded: Set(orderFields), candidates: candidates, store: store,
+        try QueryRun.scan(T.self, condition: condition, fieldsNeeded: Set(orderFields.compactMap { $0 }), store: store,
                           binding: b, in: t, reuse: reuse) { id, m throws(StrataError) in
-            out.append(Match(id: id, keys: orderFields.map { m.field($0).owned }))
+            var keys: [QueryValue] = []
+            keys.reserveCapacity(orderings.count)
+            for (i, o) in orderings.enumerated() {
+                if let f = orderFields[i] { keys.append(m.field(f).owned) } else { keys.append(.int(Int64(try m.relationCount(o.slot, id: id)))) }
+            }
+            out.append(Match(id: id, keys: keys))
         }
         return out
     }

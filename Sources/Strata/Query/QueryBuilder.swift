@@ -17,9 +17,8 @@ public struct QueryBuilder<T: Entity> {
     let box: Box<T>
     var condition: ConditionNode
     var orderings: [QueryOrdering] = []
-    var links: [QueryLink] = []
-    /// The other entities the query reads (through links and orderings): a commit that
-    /// changes them may change its results.
+    /// The other entities the query's orderings read: a commit that changes them may change
+    /// its results (links name theirs in the condition).
     var relatedEntities: Set<String> = []
 
     /// Sorts by `property` (ties by the next ordering, finally by id). Nil sorts first.
@@ -34,7 +33,7 @@ public struct QueryBuilder<T: Entity> {
     public func ordered<R: Entity, V>(by relation: Property<T, ToOne<R>>, _ property: Property<R, V>,
                                       _ direction: SortDirection = .ascending) -> QueryBuilder {
         var b = self
-        let related = RelatedValues { ids, store, t throws(StrataError) in
+        let related = RelatedValues(valid: property.field.map { R._strataSchema.properties[$0].type != .toMany } ?? false) { ids, store, t throws(StrataError) in
             try QueryRun.fieldValues(of: R.self, ids: ids, slot: property.slot, store: store, in: t)
         }
         b.orderings.append(QueryOrdering(slot: relation.slot, related: related, descending: direction == .descending))
@@ -42,62 +41,50 @@ public struct QueryBuilder<T: Entity> {
         return b
     }
 
-    /// Keeps objects whose to-one target matches `condition`. Resolved through the edge key
-    /// space: the targets that match, then their backlink edges.
-    public func link<R: Entity>(_ relation: Property<T, ToOne<R>>, _ condition: () -> QueryCondition<R>) -> QueryBuilder {
+    /// Sorts by the number of elements of a to-many or a backlink (`ordered(by:
+    /// Customer.orders.count, .descending)`), read from the relation's edges.
+    public func ordered(by count: RelationCount<T>, _ direction: SortDirection = .ascending) -> QueryBuilder {
         var b = self
-        let inner = condition().node
-        let field = relation.field
-        b.relatedEntities.insert(R._strataSchema.name)
-        b.links.append(QueryLink { source, store, t throws(StrataError) in
-            guard let field else { throw .invalidQuery(reason: "\(relation.name) is not a stored relation") }
-            let targets = try QueryRun.matchingIds(of: R.self, condition: inner, store: store, in: t)
-            return try QueryRun.sources(pointingAt: targets, kind: .toOneBacklink, entityId: source.entityId,
-                                        propertyId: source.propertyIds[field], store: store, in: t)
-        })
+        b.orderings.append(QueryOrdering(slot: count.slot, related: nil, descending: direction == .descending, byCount: true))
         return b
     }
 
-    /// Keeps objects with at least one element of a to-many or backlink matching `condition`.
-    /// Resolved through the edge key space, never by scanning the other entity's owners.
+    /// A to-many or a backlink has no single value to sort by: order by its `count`.
+    @available(*, unavailable, message: "order by the relation's count: ordered(by: Owner.relation.count)")
+    public func ordered<R: Entity>(by relation: Property<T, ToMany<R>>, _ direction: SortDirection = .ascending) -> QueryBuilder {
+        self
+    }
+
+    /// Keeps objects whose to-one target matches `condition`: the same as
+    /// `&& relation.matches(condition)` (``Property/matches(_:)``), which also combines with `||`
+    /// and nests.
+    public func link<R: Entity>(_ relation: Property<T, ToOne<R>>, _ condition: () -> QueryCondition<R>) -> QueryBuilder {
+        var b = self
+        b.condition = .and([b.condition, relation.matches(condition).node])
+        return b
+    }
+
+    /// Keeps objects with at least one element of a to-many or backlink matching `condition`:
+    /// the same as `&& relation.any(condition)` (``Property/any(_:)``). Resolved through the
+    /// edge key space, never by scanning the other entity's owners.
     public func link<R: Entity>(_ relation: Property<T, ToMany<R>>, _ condition: () -> QueryCondition<R>) -> QueryBuilder {
         var b = self
-        let inner = condition().node
-        let slot = relation.slot
-        b.relatedEntities.insert(R._strataSchema.name)
-        b.links.append(QueryLink { source, store, t throws(StrataError) in
-            switch slot {
-            case let .field(field):
-                // Standalone to-many: targets that match, then who holds them.
-                let targets = try QueryRun.matchingIds(of: R.self, condition: inner, store: store, in: t)
-                return try QueryRun.sources(pointingAt: targets, kind: .toManyBacklink, entityId: source.entityId,
-                                            propertyId: source.propertyIds[field], store: store, in: t)
-            case let .backlink(index):
-                // A backlink: the sources (R) that match name their targets (T) themselves.
-                let schema = T._strataSchema.backlinks[index]
-                guard let sourceField = R._strataSchema.properties.firstIndex(where: { $0.name == schema.sourceProperty }) else {
-                    throw .unknownRelation(entity: schema.source, property: schema.sourceProperty)
-                }
-                let kind = R._strataSchema.properties[sourceField].type
-                var ids = Set<Id>()
-                try QueryRun.scan(R.self, condition: inner, fieldsNeeded: kind == .toOne ? [sourceField] : [], store: store, in: t) { id, m throws(StrataError) in
-                    if kind == .toOne {
-                        if case let .uint(target) = m.field(sourceField) { ids.insert(target) }
-                    } else {
-                        ids.formUnion(try m.relatedIds(.field(sourceField), id: id))
-                    }
-                }
-                return ids
-            }
-        })
+        b.condition = .and([b.condition, relation.any(condition).node])
         return b
     }
 
     /// The query, ready to run any number of times.
+    /// Throws ``StrataError/invalidQuery(reason:)`` for an ordering no run could follow (by a
+    /// to-many or backlink itself rather than its count).
     public func build() throws(StrataError) -> Query<T> {
         _ = try box.store.binding(for: T.self).get()
-        return Query(box: box, condition: condition, orderings: orderings, links: links,
-                     readEntities: relatedEntities.union([T._strataSchema.name]))
+        for o in orderings where !o.byCount {
+            guard case let .field(f) = o.slot, T._strataSchema.properties[f].type != .toMany, o.related?.valid ?? true else {
+                throw .invalidQuery(reason: "a query orders by stored properties, to-one relations and relation counts only")
+            }
+        }
+        return Query(box: box, condition: condition, orderings: orderings,
+                     readEntities: relatedEntities.union(condition.linkedEntities).union([T._strataSchema.name]))
     }
 }
 
@@ -106,17 +93,18 @@ struct QueryOrdering {
     /// For an ordering by a target's property: that property's values per target id.
     let related: RelatedValues?
     let descending: Bool
+    /// Sorts by the number of elements of the to-many or backlink at `slot`.
+    var byCount = false
 }
 
 struct RelatedValues {
+    /// Whether the target's property has one value to sort by (not a to-many).
+    let valid: Bool
     let values: (Set<Id>, Store, Transaction?) throws(StrataError) -> [Id: QueryValue]
-    init(_ values: @escaping (Set<Id>, Store, Transaction?) throws(StrataError) -> [Id: QueryValue]) { self.values = values }
-}
-
-struct QueryLink {
-    /// The ids of the outer entity's objects the link allows.
-    let candidates: (EntityBinding, Store, Transaction?) throws(StrataError) -> Set<Id>
-    init(_ candidates: @escaping (EntityBinding, Store, Transaction?) throws(StrataError) -> Set<Id>) { self.candidates = candidates }
+    init(valid: Bool, _ values: @escaping (Set<Id>, Store, Transaction?) throws(StrataError) -> [Id: QueryValue]) {
+        self.valid = valid
+        self.values = values
+    }
 }
 
 extension Box {

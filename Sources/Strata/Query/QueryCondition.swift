@@ -46,15 +46,57 @@ indirect enum ConditionNode: Sendable {
     case string(field: Int, StringOperator, String, caseSensitive: Bool)
     /// The number of elements of a standalone to-many or a backlink.
     case relationCount(PropertySlot, CompareOperator, Int)
+    /// Objects whose relation leads to objects matching a condition on another entity
+    /// (``Property/matches(_:)``, ``Property/any(_:)``): resolved to ``ids(_:)`` when a run
+    /// starts, since the answer depends on the snapshot.
+    case link(QueryLink)
+    /// The objects with these ids (a resolved link).
+    case ids(Set<Id>)
     case and([ConditionNode])
     case or([ConditionNode])
 
     /// The stored fields the condition reads.
     var fields: Set<Int> {
         switch self {
-        case .all, .relationCount: []
+        case .all, .relationCount, .link, .ids: []
         case let .compare(f, _, _), let .between(f, _, _), let .isIn(f, _), let .isNil(f, _), let .string(f, _, _, _): [f]
         case let .and(nodes), let .or(nodes): nodes.reduce(into: Set<Int>()) { $0.formUnion($1.fields) }
+        }
+    }
+
+    /// Whether the tree holds a link, whose objects each run finds anew.
+    var hasLinks: Bool {
+        switch self {
+        case .link: true
+        case let .and(nodes), let .or(nodes): nodes.contains { $0.hasLinks }
+        default: false
+        }
+    }
+
+    /// The other entities the tree's links read, nested links included: commits to them can
+    /// change the results.
+    var linkedEntities: Set<String> {
+        switch self {
+        case let .link(l): l.entities
+        case let .and(nodes), let .or(nodes): nodes.reduce(into: Set<String>()) { $0.formUnion($1.linkedEntities) }
+        default: []
+        }
+    }
+
+    /// This tree with every link replaced by the ids of the objects it allows, as `t` sees the
+    /// store (nested links resolve inside the link's own run).
+    func resolvingLinks(binding b: EntityBinding, store: Store, in t: Transaction?) throws(StrataError) -> ConditionNode {
+        switch self {
+        case let .link(l): return .ids(try l.candidates(b, store, t))
+        case let .and(nodes):
+            var out: [ConditionNode] = []
+            for n in nodes { out.append(try n.resolvingLinks(binding: b, store: store, in: t)) }
+            return .and(out)
+        case let .or(nodes):
+            var out: [ConditionNode] = []
+            for n in nodes { out.append(try n.resolvingLinks(binding: b, store: store, in: t)) }
+            return .or(out)
+        default: return self
         }
     }
 

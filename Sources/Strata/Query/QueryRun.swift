@@ -23,17 +23,21 @@ enum QueryRun {
                                 bytes: ((Id, UnsafeRawBufferPointer) throws(StrataError) -> Bool)? = nil) throws(StrataError) {
         let b: EntityBinding
         if let binding { b = binding } else { b = try store.binding(for: R.self).get() }
-        // Links already narrow to the related objects (usually few): reading an index range on
-        // top would cost more than evaluating the condition on them.
+        // A link's objects depend on the snapshot: resolve them to ids for this run, and plan
+        // the run afresh (the ids are part of the plan).
+        let linked = condition.hasLinks
+        let condition = linked ? try condition.resolvingLinks(binding: b, store: store, in: t) : condition
         var sortedCandidates = candidates?.sorted()
         if candidates == nil {
             let plan: IndexPlan?
-            if let reuse, reuse.planMade {
+            if let reuse, reuse.planMade, !linked {
                 plan = reuse.plan
             } else {
                 plan = IndexPlan.make(condition, binding: b)
-                reuse?.plan = plan
-                reuse?.planMade = true
+                if !linked {
+                    reuse?.plan = plan
+                    reuse?.planMade = true
+                }
             }
             if let plan { sortedCandidates = try plan.candidates(store: store, binding: b, in: t) }
         }

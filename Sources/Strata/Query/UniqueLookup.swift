@@ -19,7 +19,7 @@ extension Query {
     }
 
     func uniqueLookup() throws(StrataError) -> UniqueLookup {
-        guard links.isEmpty, orderings.isEmpty, TransactionContext.current(for: box.store) == nil else { return .notApplicable }
+        guard orderings.isEmpty, TransactionContext.current(for: box.store) == nil else { return .notApplicable }
         let field: Int, value: QueryValue
         switch condition {
         // The same values IndexPlan reads through the index (a nil or NaN value is not there).
