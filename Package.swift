@@ -13,6 +13,9 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/swiftlang/swift-syntax", from: "602.0.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // `swift package generate-documentation`: the DocC catalog in Sources/Strata/Strata.docc,
+        // built by the test command with warnings as errors so that it cannot rot.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // lz4 from the system (Debian: liblz4-dev). The shim header stops the build with an

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine: installs what is missing, runs the tests, then
-# runs the demo once in a temporary directory so the README's main job is checked too.
+# runs the demo once in a temporary directory so the README's main job is checked too, then the
+# documentation's snippets and the DocC build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-dependencies.sh
@@ -10,3 +11,16 @@ demo_dir="$(mktemp -d)"
 trap 'rm -rf "$demo_dir"' EXIT
 swift run --skip-build strata demo "$demo_dir/store" >/dev/null
 echo "demo ran"
+# The documentation's examples are the snippets in Snippets/ (built with the package above):
+# run each, since each checks what it shows.
+bin="$(swift build --show-bin-path)"
+for snippet in Snippets/*.swift; do
+    "$bin/$(basename "$snippet" .swift)" >/dev/null
+done
+echo "documentation snippets ran"
+# The DocC catalog (Sources/Strata/Strata.docc), with broken symbol links as errors.
+if ! swift package generate-documentation --target Strata --warnings-as-errors > "$demo_dir/docc.log" 2>&1; then
+    grep -E "error|warning" "$demo_dir/docc.log" >&2
+    exit 1
+fi
+echo "documentation built"

@@ -24,7 +24,7 @@ final class ObservationRegistration: Sendable {
 /// bounded whatever the pace of writers.
 ///
 /// Observation starts when the sequence is made, so a commit right after
-/// ``Store/changes(of:)`` returns is never missed. Only commits are seen (never a rollback or a
+/// `Store.changes(of:)` returns is never missed. Only commits are seen (never a rollback or a
 /// rolled-back savepoint), after they are durable at the store's level and after their writer
 /// released the write lock. The sequence finishes when the store is closed (after the changes
 /// it already holds), when the consuming task is cancelled, or when it is released.

@@ -12,7 +12,7 @@ import StrataStorage
 /// the end of the interval and are read together. Without it, every observer re-reads after
 /// every commit of a fast writer and their reads take the writer's CPU.
 ///
-/// Get one with ``Query/observe()``, ``Query/observeCount()`` or ``Query/observeIds()``. Each
+/// Get one with ``Query/observe(minimumInterval:)``, ``Query/observeCount(minimumInterval:)`` or ``Query/observeIds(minimumInterval:)``. Each
 /// value is read in the consuming task, from one consistent snapshot: objects never cross
 /// tasks. The sequence finishes when the store is closed, the task is cancelled, or it is
 /// released; a read that fails (for example a damaged object) throws from `next()`.

@@ -1,5 +1,5 @@
 /// A built query: run it with ``find()``, ``findIds()``, ``count()``, ``findFirst()`` or
-/// ``remove()``, as often as needed; ``setParameter(_:to:)`` changes its values without
+/// ``remove()``, as often as needed; `setParameter(_:to:)` changes its values without
 /// rebuilding. Each run sees one consistent snapshot, or, inside a write transaction, the
 /// transaction's own writes.
 ///

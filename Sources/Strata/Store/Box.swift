@@ -41,7 +41,7 @@ public struct Box<T: Entity>: Sendable {
 
     /// Inserts `object` (id 0: it gets the next id, written back into a class instance) or
     /// updates the stored object with its id. Returns the id. For a struct, use
-    /// ``put(_:mode:)-(inout T, _)`` to get the id written back.
+    /// `put(``put(_:mode:)-(inout T, _)``object)` to get the id written back.
     ///
     /// A set id that is not stored is an error (``StrataError/objectNotFound(entity:id:)``)
     /// unless `mode` is ``PutMode/insert``.

@@ -8,7 +8,7 @@ public typealias Durability = StrataStorage.Durability
 /// Tuning of the storage engine under a store.
 public typealias EngineOptions = StrataStorage.EngineOptions
 
-/// A flush or compaction of the engine under a store (``EngineOptions/eventListener``).
+/// A flush or compaction of the engine under a store (`EngineOptions.eventListener`).
 public typealias EngineEvent = StrataStorage.EngineEvent
 
 /// How a ``Store`` opens.
