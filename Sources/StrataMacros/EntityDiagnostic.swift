@@ -15,6 +15,7 @@ enum EntityDiagnostic: DiagnosticMessage {
     case unsupportedPattern
     case multipleBindings
     case indexOnNonValue(String)
+    case nonLiteralIndexOption
     case markerOnNonProperty(String)
     case renamedArgument
     case entityNameArgument
@@ -50,6 +51,8 @@ enum EntityDiagnostic: DiagnosticMessage {
             "declare one stored property per name ('var a = 0'); tuple patterns cannot be stored"
         case let .indexOnNonValue(name):
             "@\(name) applies to a stored value property; relations are looked up through their edges already"
+        case .nonLiteralIndexOption:
+            "@Index(caseInsensitive:) needs the literal true or false"
         case .multipleBindings:
             "declare each stored property in its own 'var' ('var a = 0' then 'var b = 0'): @Entity attaches a query descriptor to each declaration"
         case let .markerOnNonProperty(name):
@@ -86,6 +89,7 @@ enum EntityDiagnostic: DiagnosticMessage {
         case .unsupportedPattern: "unsupportedPattern"
         case .multipleBindings: "multipleBindings"
         case .indexOnNonValue: "indexOnNonValue"
+        case .nonLiteralIndexOption: "nonLiteralIndexOption"
         case .markerOnNonProperty: "markerOnNonProperty"
         case .renamedArgument: "renamedArgument"
         case .entityNameArgument: "entityNameArgument"

@@ -20,7 +20,7 @@ struct EntityModel {
 
         /// The Swift name.
         var name: String
-        /// "index", "unique" or nil, from `@Index` / `@Unique`.
+        /// "index", "unique", "caseInsensitive" or nil, from `@Index` / `@Unique`.
         var index: String? = nil
         /// The name the property was stored under before a rename, from `@Renamed(from:)`.
         var renamedFrom: String?
@@ -123,7 +123,16 @@ struct EntityModel {
             let isLet = variable.bindingSpecifier.tokenKind == .keyword(.let)
             let isLazy = variable.modifiers.contains { $0.name.tokenKind == .keyword(.lazy) }
             let indexAttribute = findAttribute(variable, named: "Unique") ?? findAttribute(variable, named: "Index")
-            let indexKind = indexAttribute.map { $0.attributeName.trimmedDescription.hasSuffix("Unique") ? "unique" : "index" }
+            var indexKind = indexAttribute.map { $0.attributeName.trimmedDescription.hasSuffix("Unique") ? "unique" : "index" }
+            if indexKind == "index", let arguments = indexAttribute?.arguments?.as(LabeledExprListSyntax.self),
+               let folded = arguments.first(where: { $0.label?.text == "caseInsensitive" }) {
+                // Only a literal says at compile time which index the store keeps.
+                guard let literal = folded.expression.as(BooleanLiteralExprSyntax.self) else {
+                    diagnostics.append(Diagnostic(node: folded.expression, message: EntityDiagnostic.nonLiteralIndexOption))
+                    continue
+                }
+                if literal.literal.tokenKind == .keyword(.true) { indexKind = "caseInsensitive" }
+            }
             if let indexAttribute {
                 let type = variable.bindings.first?.typeAnnotation?.type
                 if isTransient || findAttribute(variable, named: "Backlink") != nil

@@ -8,6 +8,7 @@ private let macros: [String: MacroSpec] = [
     "Transient": MacroSpec(type: PropertyMarkerMacro.self),
     "Renamed": MacroSpec(type: PropertyMarkerMacro.self),
     "Backlink": MacroSpec(type: PropertyMarkerMacro.self),
+    "Index": MacroSpec(type: PropertyMarkerMacro.self),
 ]
 
 /// Expands `source` and compares with `expanded` and the expected diagnostics.
@@ -211,6 +212,12 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
         expect("@Entity\nstruct A {\n    var id: Id = 0\n    var name: String\n}",
                diagnoses: "stored property 'name' needs a default value (objects stored before it existed read it as that default), or the type needs an 'init()'",
                line: 4, column: 9)
+    }
+
+    @Test func caseInsensitiveIndexNeedsALiteral() {
+        expect("@Entity\nstruct A {\n    var id: Id = 0\n    @Index(caseInsensitive: folded) var name = \"\"\n}",
+               expanded: "struct A {\n    var id: Id = 0\n    var name = \"\"\n}",
+               diagnoses: "@Index(caseInsensitive:) needs the literal true or false", line: 4, column: 29)
     }
 
     @Test func lazyProperty() {

@@ -173,12 +173,12 @@ import Testing
         let objects = try #require(engine.existingKeySpace(named: "objects") as KeySpace?)
         let meta = try #require(engine.existingKeySpace(named: "meta") as KeySpace?)
         #expect(try engine.get([0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 3], in: objects) == [0x01, 0x0A, 0x02, 0x68, 0x69])
-        #expect(try engine.get([1], in: meta) == [4, 0, 0, 0])
+        #expect(try engine.get([1], in: meta) == [5, 0, 0, 0])
         #expect(try engine.get([4, 0, 0, 0, 1], in: meta) == [3, 0, 0, 0, 0, 0, 0, 0])   // 3 notes stored
         #expect(try engine.get([3, 0, 0, 0, 1], in: meta) == [3, 0, 0, 0, 0, 0, 0, 0])
-        // Entity record: version 5, no flags, name "Note", last property id 1, one property:
+        // Entity record: version 6, no flags, name "Note", last property id 1, one property:
         // id 1, name "text", type 12 (String), flags 0.
-        let record: [UInt8] = [5, 0, 4, 0x4E, 0x6F, 0x74, 0x65, 1, 1, 1, 4, 0x74, 0x65, 0x78, 0x74, 12, 0]
+        let record: [UInt8] = [6, 0, 4, 0x4E, 0x6F, 0x74, 0x65, 1, 1, 1, 4, 0x74, 0x65, 0x78, 0x74, 12, 0]
         #expect(try engine.get([2, 0, 0, 0, 1], in: meta) == record)
     }
 }

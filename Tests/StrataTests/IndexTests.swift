@@ -462,9 +462,9 @@ final class Account {
         let age: [UInt8] = [0, 0, 0, 1, 0, 0, 0, 2, 1, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFE] + id
         #expect(try engine.scan(indexes).map(\.key) == [email, age])
         #expect(try engine.scan(indexes).map(\.value) == [id, []])
-        // Record v5: email flags 16|8|4 (keyed by value, unique, indexed) + default ""
+        // Record v6: email flags 16|8|4 (keyed by value, unique, indexed) + default ""
         // (tag 4, terminator); age flags 4 + default 0; name flags 0.
-        let record: [UInt8] = [5, 0, 7] + Array("Account".utf8) + [3, 3,
+        let record: [UInt8] = [6, 0, 7] + Array("Account".utf8) + [3, 3,
                                1, 5] + Array("email".utf8) + [12, 28, 3, 4, 0, 1,
                                2, 3] + Array("age".utf8) + [5, 4, 9, 1, 0x80, 0, 0, 0, 0, 0, 0, 0,
                                3, 4] + Array("name".utf8) + [12, 0]
@@ -497,12 +497,12 @@ final class Account {
                 converted += 1
             }
             #expect(converted == 3)
-            let v5: [UInt8] = [5, 0, 7] + Array("Account".utf8) + [3, 3, 1, 5] + Array("email".utf8) + [12, 28, 3, 4, 0, 1]
+            let v6: [UInt8] = [6, 0, 7] + Array("Account".utf8) + [3, 3, 1, 5] + Array("email".utf8) + [12, 28, 3, 4, 0, 1]
             let record = try #require(try engine.get([2, 0, 0, 0, 1], in: meta))
-            #expect(Array(record.prefix(v5.count)) == v5)
+            #expect(Array(record.prefix(v6.count)) == v6)
             var v4 = record
             v4[0] = 4
-            v4[v5.count - 5] = 12
+            v4[v6.count - 5] = 12
             batch.put([2, 0, 0, 0, 1], v4, in: meta)
             batch.put([1], [3, 0, 0, 0], in: meta)
             try engine.write(batch)
@@ -524,7 +524,7 @@ final class Account {
         var options = StoreOptions.testing()
         options.indexProgress = { events.append($0) }
         let store = try Store(directoryPath: dir.path, options: options)
-        #expect(store.formatVersion == 4)
+        #expect(store.formatVersion == 5)
         let box = store.box(for: Account.self)
         #expect(Set(events.all.filter { $0.phase == .building }.map(\.property)) == ["email"])
         #expect(try box.query { Account.email == "b@x" }.build().findIds() == [accounts[1].id])

@@ -99,7 +99,7 @@ struct PersonV4 {
             try engine.write(batch)
             engine.close()
         }
-        #expect(throws: StrataError.unsupportedFormatVersion(found: 99, supported: 4)) {
+        #expect(throws: StrataError.unsupportedFormatVersion(found: 99, supported: 5)) {
             try Store(directoryPath: dir.path, options: .testing())
         }
     }

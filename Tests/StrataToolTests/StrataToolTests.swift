@@ -43,7 +43,7 @@ import Testing
         #expect(run.status == 0, "\(run.stderr)")
         let report = run.jsonObject
         #expect(report["storeFormat"] as? Int == 2)
-        #expect(report["objectFormat"] as? Int == 4)
+        #expect(report["objectFormat"] as? Int == 5)
         let spaces = (report["keySpaces"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
         #expect(Set(["default", "objects", "meta", "edges", "indexes"]).isSubset(of: Set(spaces)))
         let entities = report["entities"] as? [[String: Any]] ?? []

@@ -66,7 +66,7 @@ struct InspectCommand: ParsableCommand {
                     ("objects", .uint(e.objectCount)),
                     ("properties", .array(e.properties.map { p in
                         var f: [(String, JSONValue)] = [("name", .string(p.name)), ("id", .uint(UInt64(p.id))), ("type", .string(p.type))]
-                        if p.index != .none { f.append(("index", .string(p.index == .unique ? "unique" : "index"))) }
+                        if p.index != .none { f.append(("index", .string(p.index == .unique ? "unique" : p.index == .caseInsensitive ? "index, case-insensitive" : "index"))) }
                         if let target = p.relationTarget { f.append(("target", .string(target))) }
                         if let edges = p.edgeCount { f.append(("edges", .int(Int64(edges)))) }
                         return .object(f)

@@ -5,15 +5,16 @@ enum ObjectFormat {
     /// Version of the object layer's layout (catalog, keys, codec), stored under
     /// ``MetaKey/format``. A store with a higher version is refused. Version 2 added the object
     /// counts, version 3 the secondary indexes, version 4 unique indexes keyed by value (one
-    /// entry per value, holding the id); older stores are upgraded at their first writable open.
-    static let version: UInt32 = 4
+    /// entry per value, holding the id), version 5 case-insensitive indexes (entity record
+    /// version 6); older stores are upgraded at their first writable open.
+    static let version: UInt32 = 5
     /// First byte of every encoded object.
     static let codecVersion: UInt8 = 1
     /// First byte of every persisted entity record in the catalog. Version 2 added the target
     /// entity of relation properties, version 3 the entity flags, version 4 the index flags and
-    /// default index values, version 5 the keyed-by-value flag of unique indexes; older records
-    /// are still read.
-    static let entityRecordVersion: UInt8 = 5
+    /// default index values, version 5 the keyed-by-value flag of unique indexes, version 6 the
+    /// case-insensitive flag of indexes; older records are still read.
+    static let entityRecordVersion: UInt8 = 6
     /// Key space holding the objects: key = entity id (u32 BE) + object id (u64 BE).
     static let objectsKeySpace = "objects"
     /// Key space holding the catalog: format version, entity records, id counters.

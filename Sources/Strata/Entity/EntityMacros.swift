@@ -53,6 +53,20 @@ public macro Renamed(from oldName: String) = #externalMacro(module: "StrataMacro
 @attached(peer)
 public macro Index() = #externalMacro(module: "StrataMacros", type: "PropertyMarkerMacro")
 
+/// An index of a string property that ignores case: its entries hold the value lowercased, so
+/// that `isEqual(to:caseSensitive: false)`, `startsWith(_:caseSensitive: false)`, `==` and `isIn`
+/// read O(log n + k) entries instead of scanning (range conditions scan: lowercased order is
+/// not the order strings compare in). `caseInsensitive: false` is ``Index()``. On a property
+/// that is not a `String` or `String?`, the type's first ``Store/box(for:)`` throws
+/// ``StrataError/invalidIndex(entity:property:reason:)``.
+///
+/// ```swift
+/// @Index(caseInsensitive: true) var city = ""
+/// let berlin = try shops.query { Shop.city.isEqual(to: "berlin", caseSensitive: false) }.build().find()
+/// ```
+@attached(peer)
+public macro Index(caseInsensitive: Bool) = #externalMacro(module: "StrataMacros", type: "PropertyMarkerMacro")
+
 /// An index whose values are unique: a put that would store a value a second time throws
 /// ``StrataError/uniqueViolation(entity:property:value:existing:)`` and writes nothing.
 ///

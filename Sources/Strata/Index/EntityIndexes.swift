@@ -12,6 +12,8 @@ final class EntityIndexes: Sendable {
         /// A unique index with one entry per value, whose value is the object's id; otherwise
         /// one entry per object, with the id ending the key and an empty value.
         let keyedByValue: Bool
+        /// Entries hold the string lowercased (`@Index(caseInsensitive: true)`).
+        let caseInsensitive: Bool
         /// `IndexKey.header` of this property.
         let header: [UInt8]
         /// Encoding of the value of an object stored without the field.
@@ -32,7 +34,7 @@ final class EntityIndexes: Sendable {
         entityName = record.name
         properties = indexed.map {
             Indexed(propertyId: $0.id, name: $0.name, type: $0.type, isUnique: $0.index == .unique,
-                    keyedByValue: $0.index == .unique && $0.uniqueKeyedByValue,
+                    keyedByValue: $0.index == .unique && $0.uniqueKeyedByValue, caseInsensitive: $0.index == .caseInsensitive,
                     header: IndexKey.header(entityId: record.entityId, propertyId: $0.id), defaultValue: $0.indexDefault)
         }
         var map = [Int32](repeating: -1, count: Int(indexed.map(\.id).max() ?? 0) + 1)
@@ -62,7 +64,11 @@ final class EntityIndexes: Sendable {
             var reader = try ObjectReader(bytes: bytes, fieldMap: map)
             while let i = try reader.nextField() {
                 let field = try FieldView.read(properties[i].type, from: &reader)
-                values.set(i) { IndexKey.encode(field, into: &$0) }
+                if properties[i].caseInsensitive, case let .bytes(raw) = field {
+                    values.set(i) { IndexKey.encodeFolded(raw, into: &$0) }
+                } else {
+                    values.set(i) { IndexKey.encode(field, into: &$0) }
+                }
             }
         }
         for i in properties.indices where !values.isSet(i) {

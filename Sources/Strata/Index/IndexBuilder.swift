@@ -22,6 +22,10 @@ enum IndexBuilder {
             wanted.properties[i].uniqueKeyedByValue = false
         }
         for (declared, id) in zip(schema.properties, propertyIds) where declared.index != .none {
+            if declared.index == .caseInsensitive && declared.type != .string {
+                throw .invalidIndex(entity: record.name, property: declared.name,
+                                    reason: "a case-insensitive index needs a String, not \(declared.type)")
+            }
             guard let i = wanted.properties.firstIndex(where: { $0.id == id }) else { continue }
             wanted.properties[i].index = declared.index
             wanted.properties[i].uniqueKeyedByValue = declared.index == .unique

@@ -55,6 +55,22 @@ enum IndexKey {
         }
     }
 
+    /// The encoding of a string lowercased, as a case-insensitive index keeps it (the same
+    /// folding the query matcher applies: `String.lowercased()`, then bytewise).
+    static func encodeFolded(_ raw: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+        var folded = String(decoding: raw, as: UTF8.self).lowercased()
+        folded.withUTF8 { encode(FieldView.bytes(UnsafeRawBufferPointer($0)), into: &out) }
+    }
+
+    /// The encoding of a value as an index of `x`'s kind keeps it: strings
+    /// lowercased in a case-insensitive index.
+    static func encode(_ v: QueryValue, for x: EntityIndexes.Indexed) -> [UInt8] {
+        guard x.caseInsensitive, case let .bytes(b) = v else { return encode(v) }
+        var out: [UInt8] = []
+        b.withUnsafeBytes { encodeFolded($0, into: &out) }
+        return out
+    }
+
     static func encode(_ v: QueryValue) -> [UInt8] {
         var out: [UInt8] = []
         switch v {

@@ -28,7 +28,7 @@ struct IndexPlan {
             return ix.properties[i]
         }
         func point(_ x: EntityIndexes.Indexed, _ v: QueryValue) -> Range {
-            let p = x.header + IndexKey.encode(v)
+            let p = x.header + IndexKey.encode(v, for: x)
             return Range(lower: p, upper: IndexKey.successor(p), value: true, keyedByValue: x.keyedByValue)
         }
         func range(_ x: EntityIndexes.Indexed, _ lower: [UInt8], _ upper: [UInt8]?) -> Range {
@@ -37,6 +37,9 @@ struct IndexPlan {
         switch node {
         case let .compare(f, op, v):
             guard let x = index(f), !v.isNaN, !v.isNullValue else { return nil }
+            // A case-insensitive index orders lowercased strings: it answers equality only (the
+            // lowercased literal's entries hold every string equal to it, and more).
+            if x.caseInsensitive { return op == .equal ? IndexPlan(ranges: [point(x, v)]) : nil }
             let h = x.header
             // Each operator builds only the bounds it uses: a re-run equality lookup replans on
             // every new parameter value.
@@ -53,7 +56,7 @@ struct IndexPlan {
             case .greaterOrEqual: return IndexPlan(ranges: [range(x, value(), IndexKey.successor(typeStart()))])
             }
         case let .between(f, lo, hi):
-            guard let x = index(f), !lo.isNaN, !hi.isNaN, !lo.isNullValue, !hi.isNullValue else { return nil }
+            guard let x = index(f), !x.caseInsensitive, !lo.isNaN, !hi.isNaN, !lo.isNullValue, !hi.isNullValue else { return nil }
             return IndexPlan(ranges: [range(x, x.header + IndexKey.encode(lo), IndexKey.successor(x.header + IndexKey.encode(hi)))])
         case let .isIn(f, values):
             guard let x = index(f), !values.contains(where: \.isNaN) else { return nil }
@@ -61,12 +64,17 @@ struct IndexPlan {
         case let .isNil(f, true):
             guard let x = index(f) else { return nil }
             return IndexPlan(ranges: [point(x, .null)])
-        case let .string(f, op, literal, caseSensitive: true):
-            guard let x = index(f) else { return nil }
+        case let .string(f, op, literal, caseSensitive):
+            guard let x = index(f), caseSensitive || x.caseInsensitive else { return nil }
             switch op {
             case .equal: return IndexPlan(ranges: [point(x, .bytes(Array(literal.utf8)))])
             case .startsWith:
-                let p = x.header + IndexKey.encodePrefix(Array(literal.utf8))
+                // In a case-insensitive index, only a case-insensitive prefix: lowercasing a whole
+                // string is not lowercasing its prefix (a final sigma), so a case-sensitive
+                // prefix may match strings whose entries do not start with the folded prefix.
+                if x.caseInsensitive && caseSensitive { return nil }
+                let folded = x.caseInsensitive ? literal.lowercased() : literal
+                let p = x.header + IndexKey.encodePrefix(Array(folded.utf8))
                 return IndexPlan(ranges: [range(x, p, IndexKey.successor(p))])
             case .notEqual, .endsWith, .contains: return nil
             }
@@ -87,7 +95,7 @@ struct IndexPlan {
                 plan.ids += p.ids
             }
             return plan
-        case .all, .isNil, .relationCount, .string, .link:
+        case .all, .isNil, .relationCount, .link:
             return nil
         }
     }

@@ -103,14 +103,10 @@ final class ObjectMatcher {
     private static func compareString(_ raw: UnsafeRawBufferPointer, _ op: StringOperator, _ literal: String,
                                       caseSensitive: Bool) -> Bool {
         if !caseSensitive {
-            let s = String(decoding: raw, as: UTF8.self).lowercased(), l = literal.lowercased()
-            switch op {
-            case .equal: return s == l
-            case .notEqual: return s != l
-            case .startsWith: return s.hasPrefix(l)
-            case .endsWith: return s.hasSuffix(l)
-            case .contains: return l.isEmpty || s.contains(l)
-            }
+            // Both sides lowercased, then compared bytewise as case-sensitive strings are: the
+            // same folding a case-insensitive index keeps, so an index answer and a scan agree.
+            var s = String(decoding: raw, as: UTF8.self).lowercased()
+            return s.withUTF8 { s in compareString(UnsafeRawBufferPointer(s), op, literal.lowercased(), caseSensitive: true) }
         }
         var literal = literal
         return literal.withUTF8 { l in

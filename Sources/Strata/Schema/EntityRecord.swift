@@ -46,7 +46,8 @@ struct EntityRecord: Equatable, Sendable {
         static let indexed: UInt8 = 4
         static let unique: UInt8 = 8
         static let keyedByValue: UInt8 = 16
-        static let all: UInt8 = optional | removed | indexed | unique | keyedByValue
+        static let caseInsensitive: UInt8 = 32
+        static let all: UInt8 = optional | removed | indexed | unique | keyedByValue | caseInsensitive
     }
 
     func encoded() -> [UInt8] {
@@ -69,6 +70,7 @@ struct EntityRecord: Equatable, Sendable {
             out.append(p.type.rawValue)
             let indexFlags = p.index == .none ? 0 : Flag.indexed | (p.index == .unique ? Flag.unique : 0)
                 | (p.index == .unique && p.uniqueKeyedByValue ? Flag.keyedByValue : 0)
+                | (p.index == .caseInsensitive ? Flag.caseInsensitive : 0)
             out.append((p.isOptional ? Flag.optional : 0) | (p.isRemoved ? Flag.removed : 0) | indexFlags)
             if p.type.isRelation { string(p.target ?? "") }
             if p.index != .none {
@@ -135,7 +137,11 @@ struct EntityRecord: Equatable, Sendable {
                     guard version >= 5, property.index == .unique else { return nil }
                     property.uniqueKeyedByValue = true
                 }
-            } else if flags & (Flag.unique | Flag.keyedByValue) != 0 {
+                if flags & Flag.caseInsensitive != 0 {
+                    guard version >= 6, property.index == .index, type == .string else { return nil }
+                    property.index = .caseInsensitive
+                }
+            } else if flags & (Flag.unique | Flag.keyedByValue | Flag.caseInsensitive) != 0 {
                 return nil
             }
             properties.append(property)

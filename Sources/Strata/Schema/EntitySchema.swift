@@ -89,6 +89,10 @@ public enum PropertyIndex: UInt8, Sendable, Equatable {
     case index
     /// `@Unique`: indexed, and a put that would store a value a second time fails.
     case unique
+    /// `@Index(caseInsensitive: true)` on a string: the entries hold the value lowercased, so
+    /// that case-insensitive `==`, `isEqual(to:caseSensitive: false)` and `startsWith` read the
+    /// index (and case-sensitive equality reads it too, then compares each candidate).
+    case caseInsensitive
 }
 
 /// A backlink: a to-many view of the objects whose relation `sourceProperty` (a `ToOne` or a

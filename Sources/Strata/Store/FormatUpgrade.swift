@@ -62,7 +62,8 @@ enum FormatUpgrade {
         } else if found < ObjectFormat.version && !readOnly {
             // Version 2 → 3 adds the indexes key space, opened above; nothing else changes. Version
             // 3 → 4 keys unique indexes by value: each entity's are rebuilt when a writable
-            // session first binds its type (IndexBuilder), and read as they are until then.
+            // session first binds its type (IndexBuilder), and read as they are until then. Version
+            // 4 → 5 only allows entity records of version 6 (case-insensitive indexes).
             var batch = WriteBatch()
             batch.put(formatKey, withUnsafeBytes(of: ObjectFormat.version.littleEndian) { Array($0) }, in: meta)
             try engine.write(batch, durability: durability)

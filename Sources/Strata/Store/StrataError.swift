@@ -43,6 +43,9 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
     case uniqueViolation(entity: String, property: String, value: String, existing: Id)
     /// An indexed value is too large for an index key; index a shorter property instead.
     case indexValueTooLarge(entity: String, property: String, size: Int, limit: Int)
+    /// An index the property's type cannot have (a case-insensitive index on a property that
+    /// is not a string). Thrown by the type's first `box(for:)`; nothing was written.
+    case invalidIndex(entity: String, property: String, reason: String)
     /// A query that cannot run as built: the reason says what to change.
     case invalidQuery(reason: String)
     /// ``Query/findUnique()`` found more than one matching object.
@@ -73,6 +76,7 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
             "\(entity).\(property) is @Unique and \(value) is already stored (in \(entity) with id \(existing)); nothing was written"
         case let .indexValueTooLarge(entity, property, size, limit):
             "\(entity).\(property) is indexed and a value of \(size) bytes is over the index key limit of \(limit)"
+        case let .invalidIndex(entity, property, reason): "\(entity).\(property) cannot have that index: \(reason)"
         case let .invalidQuery(reason): "invalid query: \(reason)"
         case let .notUnique(entity): "more than one \(entity) matches a query expected to find at most one"
         case let .unknownEntity(name): "the store holds no entity named \"\(name)\""
