@@ -16,6 +16,8 @@ enum EntityDiagnostic: DiagnosticMessage {
     case multipleBindings
     case indexOnNonValue(String)
     case nonLiteralIndexOption
+    case indexComponentArgument
+    case unknownIndexComponent(property: String, component: String)
     case markerOnNonProperty(String)
     case renamedArgument
     case entityNameArgument
@@ -53,6 +55,10 @@ enum EntityDiagnostic: DiagnosticMessage {
             "@\(name) applies to a stored value property; relations are looked up through their edges already"
         case .nonLiteralIndexOption:
             "@Index(caseInsensitive:) needs the literal true or false"
+        case .indexComponentArgument:
+            "@Index(with:) takes key paths to other stored properties of the type: @Index(with: \\Order.date)"
+        case let .unknownIndexComponent(property, component):
+            "the composite index of '\(property)' names '\(component)', which is not another stored property or to-one of the type"
         case .multipleBindings:
             "declare each stored property in its own 'var' ('var a = 0' then 'var b = 0'): @Entity attaches a query descriptor to each declaration"
         case let .markerOnNonProperty(name):
@@ -90,6 +96,8 @@ enum EntityDiagnostic: DiagnosticMessage {
         case .multipleBindings: "multipleBindings"
         case .indexOnNonValue: "indexOnNonValue"
         case .nonLiteralIndexOption: "nonLiteralIndexOption"
+        case .indexComponentArgument: "indexComponentArgument"
+        case .unknownIndexComponent: "unknownIndexComponent"
         case .markerOnNonProperty: "markerOnNonProperty"
         case .renamedArgument: "renamedArgument"
         case .entityNameArgument: "entityNameArgument"

@@ -77,7 +77,8 @@ public struct EntityMacro: MemberMacro, ExtensionMacro, MemberAttributeMacro {
     private static func schema(_ m: EntityModel) -> String {
         let properties = fields(m).map { _, p in
             let renamed = p.renamedFrom.map { ", renamedFrom: \(literal($0))" } ?? ""
-            let index = p.index.map { ", index: .\($0)" } ?? ""
+            let index = (p.index.map { ", index: .\($0)" } ?? "")
+                + (p.indexWith.isEmpty ? "" : ", indexWith: [\(p.indexWith.map(literal).joined(separator: ", "))]")
             return "        Strata.PropertySchema(name: \(literal(p.name)), keyPath: \\\(m.typeName).\(p.name)\(renamed)\(index)),"
         }
         let links = backlinks(m).map { _, p, _, sourceProperty in

@@ -25,6 +25,8 @@ struct EntityModel {
         /// The name the property was stored under before a rename, from `@Renamed(from:)`.
         var renamedFrom: String?
         var kind: Kind = .value
+        /// The later components of a composite index, from `@Index(with:)`.
+        var indexWith: [String] = []
     }
 
     var typeName: String
@@ -133,10 +135,29 @@ struct EntityModel {
                 }
                 if literal.literal.tokenKind == .keyword(.true) { indexKind = "caseInsensitive" }
             }
+            // `@Index(with: \Order.date, \Order.status)`: the names of the later components.
+            var indexWith: [String] = []
+            if indexKind == "index", let arguments = indexAttribute?.arguments?.as(LabeledExprListSyntax.self),
+               let start = arguments.firstIndex(where: { $0.label?.text == "with" }) {
+                var bad = false
+                for (k, argument) in arguments[start...].enumerated() {
+                    if k > 0 && argument.label != nil { break }
+                    guard let keyPath = argument.expression.as(KeyPathExprSyntax.self), keyPath.components.count == 1,
+                          let component = keyPath.components.first?.component.as(KeyPathPropertyComponentSyntax.self) else {
+                        diagnostics.append(Diagnostic(node: argument.expression, message: EntityDiagnostic.indexComponentArgument))
+                        bad = true
+                        break
+                    }
+                    indexWith.append(component.declName.baseName.text)
+                }
+                if bad { continue }
+            }
             if let indexAttribute {
                 let type = variable.bindings.first?.typeAnnotation?.type
+                // A to-one may lead a composite index (by its target's id); on its own it needs no
+                // index: its lookups use the edges.
                 if isTransient || findAttribute(variable, named: "Backlink") != nil
-                    || (type.map { isToOne($0) || toManyElementType($0) != nil } ?? false) {
+                    || (type.map { (isToOne($0) && indexWith.isEmpty) || toManyElementType($0) != nil } ?? false) {
                     diagnostics.append(Diagnostic(node: indexAttribute, message: EntityDiagnostic.indexOnNonValue(indexAttribute.attributeName.trimmedDescription)))
                     continue
                 }
@@ -204,7 +225,7 @@ struct EntityModel {
                     continue
                 }
                 if type.map(isToOne) ?? false {
-                    properties.append(StoredProperty(name: name, renamedFrom: renamedFrom, kind: .toOne))
+                    properties.append(StoredProperty(name: name, index: indexKind, renamedFrom: renamedFrom, kind: .toOne, indexWith: indexWith))
                     continue
                 }
                 if toManyElement != nil {
@@ -215,7 +236,19 @@ struct EntityModel {
                     diagnostics.append(Diagnostic(node: type, message: EntityDiagnostic.unsupportedType(property: name, type: type.trimmedDescription)))
                     continue
                 }
-                properties.append(StoredProperty(name: name, index: indexKind, renamedFrom: renamedFrom))
+                properties.append(StoredProperty(name: name, index: indexKind, renamedFrom: renamedFrom, indexWith: indexWith))
+            }
+        }
+        // The later components of a composite index: stored values or to-ones of this entity.
+        for p in properties {
+            for component in p.indexWith {
+                let target = properties.first { $0.name == component }
+                let storable: Bool
+                switch target?.kind {
+                case .value?, .toOne?: storable = component != p.name
+                default: storable = false
+                }
+                if !storable { diagnostics.append(Diagnostic(node: attribute, message: EntityDiagnostic.unknownIndexComponent(property: p.name, component: component))) }
             }
         }
         if !sawId {

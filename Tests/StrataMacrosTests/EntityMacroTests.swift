@@ -220,6 +220,12 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                diagnoses: "@Index(caseInsensitive:) needs the literal true or false", line: 4, column: 29)
     }
 
+    @Test func compositeIndexNamesAnotherStoredProperty() {
+        expect("@Entity\nstruct A {\n    var id: Id = 0\n    @Index(with: \\A.missing) var name = \"\"\n}",
+               expanded: "struct A {\n    var id: Id = 0\n    var name = \"\"\n}",
+               diagnoses: "the composite index of 'name' names 'missing', which is not another stored property or to-one of the type")
+    }
+
     @Test func lazyProperty() {
         expect("@Entity\nstruct A {\n    var id: Id = 0\n    lazy var name = \"\"\n}",
                diagnoses: "lazy property 'name' cannot be stored; mark it @Transient", line: 4, column: 14)

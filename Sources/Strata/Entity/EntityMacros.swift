@@ -67,6 +67,24 @@ public macro Index() = #externalMacro(module: "StrataMacros", type: "PropertyMar
 @attached(peer)
 public macro Index(caseInsensitive: Bool) = #externalMacro(module: "StrataMacros", type: "PropertyMarkerMacro")
 
+/// A composite index: entries ordered by this property, then by each of `components` (stored
+/// properties of the same entity). A condition that fixes this property with `==` and, in the
+/// same `&&`, fixes the next components with `==` and limits the one after them (`==`, a range,
+/// `isNil`, `startsWith`) reads one range of entries; a condition on this property alone reads it
+/// as a plain index would. The property may be a `ToOne` (its target's id):
+///
+/// ```swift
+/// @Entity final class Order {
+///     var id: Id = 0
+///     @Index(with: \Order.date) var customer: ToOne<Customer> = nil
+///     var date = Date()
+/// }
+/// // One range of the index: this customer's orders of the last week.
+/// let recent = try orders.query { Order.customer == joe && Order.date > weekAgo }.build().find()
+/// ```
+@attached(peer)
+public macro Index<Root>(with components: PartialKeyPath<Root>...) = #externalMacro(module: "StrataMacros", type: "PropertyMarkerMacro")
+
 /// An index whose values are unique: a put that would store a value a second time throws
 /// ``StrataError/uniqueViolation(entity:property:value:existing:)`` and writes nothing.
 ///

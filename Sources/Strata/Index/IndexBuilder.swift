@@ -20,6 +20,7 @@ enum IndexBuilder {
         for i in wanted.properties.indices {
             wanted.properties[i].index = .none
             wanted.properties[i].uniqueKeyedByValue = false
+            wanted.properties[i].indexWith = []
         }
         for (declared, id) in zip(schema.properties, propertyIds) where declared.index != .none {
             if declared.index == .caseInsensitive && declared.type != .string {
@@ -29,6 +30,22 @@ enum IndexBuilder {
             guard let i = wanted.properties.firstIndex(where: { $0.id == id }) else { continue }
             wanted.properties[i].index = declared.index
             wanted.properties[i].uniqueKeyedByValue = declared.index == .unique
+            if !declared.indexWith.isEmpty {
+                guard declared.index == .index, declared.type != .toMany, declared.indexWith.count <= EntityRecord.maxComponents else {
+                    throw .invalidIndex(entity: record.name, property: declared.name,
+                                        reason: "a composite index is a plain @Index of a stored value or to-one, with at most \(EntityRecord.maxComponents) more properties")
+                }
+                for name in declared.indexWith {
+                    guard let k = schema.properties.firstIndex(where: { $0.name == name }), name != declared.name,
+                          schema.properties[k].type != .toMany else {
+                        throw .invalidIndex(entity: record.name, property: declared.name,
+                                            reason: "its composite index names \(name), which is not another stored property or to-one")
+                    }
+                    wanted.properties[i].indexWith.append(propertyIds[k])
+                }
+            } else if declared.type.isRelation {
+                throw .invalidIndex(entity: record.name, property: declared.name, reason: "a relation is indexed only as the first property of a composite index")
+            }
         }
         // Defaults: the index encodings of a fresh object's values.
         if let ix = EntityIndexes(wanted) {
@@ -51,7 +68,8 @@ enum IndexBuilder {
             // Between `@Index` and `@Unique` the layout changes (one entry per object or per
             // value), as it does for a unique index of record version 4.
             let rebuilt = old.index != .none && new.index != .none
-                && (old.indexDefault != new.indexDefault || old.index != new.index || old.uniqueKeyedByValue != new.uniqueKeyedByValue)
+                && (old.indexDefault != new.indexDefault || old.index != new.index || old.uniqueKeyedByValue != new.uniqueKeyedByValue
+                    || old.indexWith != new.indexWith)
             if old.index != .none && new.index == .none { toDrop.append(old) }
             if new.index != .none && (old.index == .none || rebuilt) { toBuild.append(new) }
         }

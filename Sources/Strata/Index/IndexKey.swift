@@ -55,6 +55,30 @@ enum IndexKey {
         }
     }
 
+    /// Splits a concatenation of encodings (a composite index's value) into the encodings; stops
+    /// at the first byte that does not begin one.
+    static func splitEncodings(_ bytes: [UInt8]) -> [[UInt8]] {
+        var parts: [[UInt8]] = []
+        var i = 0
+        while i < bytes.count {
+            var end: Int
+            switch bytes[i] {
+            case Tag.null: end = i + 1
+            case Tag.int, Tag.uint, Tag.double: end = i + 9
+            case Tag.bytes:
+                end = i + 1
+                // Up to the terminator 00 01; 00 FF is an escaped zero byte.
+                while end + 1 < bytes.count && !(bytes[end] == 0 && bytes[end + 1] == terminator) { end += bytes[end] == 0 ? 2 : 1 }
+                end += 2
+            default: return parts
+            }
+            guard end <= bytes.count else { return parts }
+            parts.append(Array(bytes[i..<end]))
+            i = end
+        }
+        return parts
+    }
+
     /// The encoding of a string lowercased, as a case-insensitive index keeps it (the same
     /// folding the query matcher applies: `String.lowercased()`, then bytewise).
     static func encodeFolded(_ raw: UnsafeRawBufferPointer, into out: inout [UInt8]) {

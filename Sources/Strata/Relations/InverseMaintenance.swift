@@ -47,7 +47,13 @@ enum InverseMaintenance {
                     let sourceKey = ObjectKey(entityId: sourceEntity, id: source)
                     if let sourceBytes = try store.objectBytes(sourceKey, in: t) {
                         let cleared = try decoding(entityName, source) { try ObjectBytes.clearingField(property.id, in: sourceBytes) }
-                        // A to-one is never indexed: the source's index entries stay as they are.
+                        // A to-one indexed in a composite index: its entry moves to the nil target.
+                        if let ix = store.indexes(entityId: sourceEntity), ix.reads(propertyId: property.id) {
+                            let old = try t.indexValues(of: sourceBytes, id: source, indexes: ix)
+                            let new = try t.indexValues(of: cleared, id: source, indexes: ix)
+                            defer { t.recycle(old); t.recycle(new) }
+                            try t.updateIndexEntries(ix, id: source, old: old, new: new)
+                        }
                         cleared.withUnsafeBytes { overlay.writeObject(sourceKey, value: $0, committedPresent: true) }
                     }
                     t.removeEdge(EdgeKey(kind: .toOneBacklink, entityId: sourceEntity, propertyId: property.id, a: id, b: source))

@@ -22,12 +22,18 @@ struct EntityRecord: Equatable, Sendable {
         /// built before record version 5 (one entry per object, like `@Index`): the store
         /// rebuilds those at the first writable binding, and reads them as they are until then.
         var uniqueKeyedByValue = false
+        /// For a composite index led by this property: the ids of its later components, in
+        /// order (SPEC.md §13). Empty for an index of this property alone.
+        var indexWith: [UInt32] = []
 
         var typeDescription: String {
             if let target { return "\(type)<\(target)>" }
             return isOptional ? "\(type)?" : "\(type)"
         }
     }
+
+    /// Most later components a composite index may name.
+    static let maxComponents = 8
 
     var entityId: UInt32
     var name: String
@@ -47,7 +53,8 @@ struct EntityRecord: Equatable, Sendable {
         static let unique: UInt8 = 8
         static let keyedByValue: UInt8 = 16
         static let caseInsensitive: UInt8 = 32
-        static let all: UInt8 = optional | removed | indexed | unique | keyedByValue | caseInsensitive
+        static let composite: UInt8 = 64
+        static let all: UInt8 = optional | removed | indexed | unique | keyedByValue | caseInsensitive | composite
     }
 
     func encoded() -> [UInt8] {
@@ -71,11 +78,16 @@ struct EntityRecord: Equatable, Sendable {
             let indexFlags = p.index == .none ? 0 : Flag.indexed | (p.index == .unique ? Flag.unique : 0)
                 | (p.index == .unique && p.uniqueKeyedByValue ? Flag.keyedByValue : 0)
                 | (p.index == .caseInsensitive ? Flag.caseInsensitive : 0)
+                | (p.index == .index && !p.indexWith.isEmpty ? Flag.composite : 0)
             out.append((p.isOptional ? Flag.optional : 0) | (p.isRemoved ? Flag.removed : 0) | indexFlags)
             if p.type.isRelation { string(p.target ?? "") }
             if p.index != .none {
                 varint(UInt64(p.indexDefault.count))
                 out.append(contentsOf: p.indexDefault)
+                if p.index == .index && !p.indexWith.isEmpty {
+                    varint(UInt64(p.indexWith.count))
+                    for id in p.indexWith { varint(UInt64(id)) }
+                }
             }
         }
         return out
@@ -129,7 +141,10 @@ struct EntityRecord: Equatable, Sendable {
             var property = Property(id: UInt32(id), name: pname, type: type, isOptional: flags & Flag.optional != 0,
                                     isRemoved: flags & Flag.removed != 0, target: target)
             if flags & Flag.indexed != 0 {
-                guard version >= 4, !type.isRelation, let n = varint(), n <= UInt64(bytes.count - pos) else { return nil }
+                // A to-one is indexed only as the first component of a composite index.
+                let composite = flags & Flag.composite != 0
+                guard version >= 4, type != .toMany, !type.isRelation || composite,
+                      let n = varint(), n <= UInt64(bytes.count - pos) else { return nil }
                 property.index = flags & Flag.unique != 0 ? .unique : .index
                 property.indexDefault = Array(bytes[pos..<(pos + Int(n))])
                 pos += Int(n)
@@ -138,15 +153,28 @@ struct EntityRecord: Equatable, Sendable {
                     property.uniqueKeyedByValue = true
                 }
                 if flags & Flag.caseInsensitive != 0 {
-                    guard version >= 6, property.index == .index, type == .string else { return nil }
+                    guard version >= 6, property.index == .index, type == .string, !composite else { return nil }
                     property.index = .caseInsensitive
                 }
-            } else if flags & (Flag.unique | Flag.keyedByValue | Flag.caseInsensitive) != 0 {
+                if composite {
+                    guard version >= 6, property.index == .index, let k = varint(), k >= 1, k <= UInt64(Self.maxComponents) else { return nil }
+                    for _ in 0..<k {
+                        guard let c = varint(), c >= 1, c <= last, c != id else { return nil }
+                        property.indexWith.append(UInt32(c))
+                    }
+                }
+            } else if flags & (Flag.unique | Flag.keyedByValue | Flag.caseInsensitive | Flag.composite) != 0 {
                 return nil
             }
             properties.append(property)
         }
         guard pos == bytes.count, Set(properties.map(\.id)).count == properties.count else { return nil }
+        // Every later component of a composite index is a stored value or to-one of the entity.
+        for p in properties {
+            for c in p.indexWith {
+                guard let component = properties.first(where: { $0.id == c }), component.type != .toMany else { return nil }
+            }
+        }
         self.init(entityId: entityId, name: name, lastPropertyId: UInt32(last), properties: properties)
         isEmbedded = entityFlags & EntityFlag.embedded != 0
     }

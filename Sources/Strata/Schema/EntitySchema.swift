@@ -32,20 +32,27 @@ public struct PropertySchema: Sendable, Equatable {
     public var target: String?
     /// The secondary index kept for the property (`@Index`, `@Unique`).
     public var index: PropertyIndex
+    /// For a composite index (`@Index(with: \Order.date)`): the other properties it orders by,
+    /// after this one, by name. Empty for an index of this property alone.
+    public var indexWith: [String]
 
     public init(name: String, type: PropertyType, isOptional: Bool, renamedFrom: String? = nil, target: String? = nil,
-                index: PropertyIndex = .none) {
+                index: PropertyIndex = .none, indexWith: [String] = []) {
         self.name = name
         self.type = type
         self.isOptional = isOptional
         self.renamedFrom = renamedFrom
         self.target = target
         self.index = index
+        self.indexWith = indexWith
     }
 
-    /// The schema of a to-one relation.
-    public init<Root, T: Entity>(name: String, keyPath: KeyPath<Root, ToOne<T>>, renamedFrom: String? = nil) {
-        self.init(name: name, type: .toOne, isOptional: true, renamedFrom: renamedFrom, target: T._strataEntityName)
+    /// The schema of a to-one relation (generated code calls this); a to-one can lead a
+    /// composite index (its target's id, then the other properties).
+    public init<Root, T: Entity>(name: String, keyPath: KeyPath<Root, ToOne<T>>, renamedFrom: String? = nil,
+                                 index: PropertyIndex = .none, indexWith: [String] = []) {
+        self.init(name: name, type: .toOne, isOptional: true, renamedFrom: renamedFrom, target: T._strataEntityName,
+                  index: index, indexWith: indexWith)
     }
 
     /// The schema of a standalone to-many relation.
@@ -55,9 +62,9 @@ public struct PropertySchema: Sendable, Equatable {
 
     /// The schema of a property of a storable type (generated code calls this).
     public init<Root, Value: PersistableValue>(name: String, keyPath: KeyPath<Root, Value>, renamedFrom: String? = nil,
-                                               index: PropertyIndex = .none) {
+                                               index: PropertyIndex = .none, indexWith: [String] = []) {
         self.init(name: name, type: Value._strataPropertyType, isOptional: Value._strataIsOptional, renamedFrom: renamedFrom,
-                  index: index)
+                  index: index, indexWith: indexWith)
     }
 
     /// The schema of a property holding a `RawRepresentable` enum, stored as its raw value.
