@@ -141,12 +141,10 @@ final class CIWrong {
             try store.box(for: CIShop.self).put(s)
             store.close()
         }
-        var options = EngineOptions()
-        options.readOnly = true
-        let engine = try Engine.open(directory: dir.path, options: options)
+        let stored = try StoredBytes(directory: dir.path)
+        let engine = stored.engine, meta = stored.meta
         defer { engine.close() }
-        let indexes = try #require(engine.existingKeySpace(named: "indexes") as KeySpace?)
-        let meta = try #require(engine.existingKeySpace(named: "meta") as KeySpace?)
+        let indexes = try #require(stored.indexes)
         // city (property 1): tag 4, "äb" in UTF-8, terminator 00 01, then the id; alias
         // (property 2): nil (tag 0), then the id.
         let id: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 1]

@@ -166,12 +166,9 @@ import Testing
             try notes.put(Note(text: "hi"))
             store.close()
         }
-        var options = EngineOptions()
-        options.readOnly = true
-        let engine = try Engine.open(directory: dir.path, options: options)
+        let stored = try StoredBytes(directory: dir.path)
+        let engine = stored.engine, objects = stored.objects, meta = stored.meta
         defer { engine.close() }
-        let objects = try #require(engine.existingKeySpace(named: "objects") as KeySpace?)
-        let meta = try #require(engine.existingKeySpace(named: "meta") as KeySpace?)
         #expect(try engine.get([0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 3], in: objects) == [0x01, 0x0A, 0x02, 0x68, 0x69])
         #expect(try engine.get([1], in: meta) == [5, 0, 0, 0])
         #expect(try engine.get([4, 0, 0, 0, 1], in: meta) == [3, 0, 0, 0, 0, 0, 0, 0])   // 3 notes stored

@@ -183,12 +183,10 @@ final class CxOrderPlain {
             try store.box(for: CxOrder.self).put(o)          // id 1
             store.close()
         }
-        var options = EngineOptions()
-        options.readOnly = true
-        let engine = try Engine.open(directory: dir.path, options: options)
+        let stored = try StoredBytes(directory: dir.path)
+        let engine = stored.engine, meta = stored.meta
         defer { engine.close() }
-        let indexes = try #require(engine.existingKeySpace(named: "indexes") as KeySpace?)
-        let meta = try #require(engine.existingKeySpace(named: "meta") as KeySpace?)
+        let indexes = try #require(stored.indexes)
         let id: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 1]
         // Entity 2 (CxOrder), property 1 (customer): the target id 1 (tag 2), day -2 (tag 1,
         // sign bit flipped), note "a" (tag 4, terminator), then the object's id.

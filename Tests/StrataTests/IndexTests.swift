@@ -448,12 +448,10 @@ final class Account {
             try store.box(for: Account.self).put(Account(email: "a\u{0}", age: -2))
             store.close()
         }
-        var options = EngineOptions()
-        options.readOnly = true
-        let engine = try Engine.open(directory: dir.path, options: options)
+        let stored = try StoredBytes(directory: dir.path)
+        let engine = stored.engine, meta = stored.meta
         defer { engine.close() }
-        let indexes = try #require(engine.existingKeySpace(named: "indexes") as KeySpace?)
-        let meta = try #require(engine.existingKeySpace(named: "meta") as KeySpace?)
+        let indexes = try #require(stored.indexes)
         let id: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 1]
         // email (property 1, unique: keyed by value, the id as value): tag 4, "a", 0x00
         // escaped as 00 FF, terminator 00 01.

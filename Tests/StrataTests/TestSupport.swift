@@ -1,5 +1,7 @@
 import Foundation
 import Strata
+import StrataStorage
+import Testing
 @_exported import StrataTestSupport
 
 extension StoreOptions {
@@ -16,3 +18,21 @@ extension StoreOptions {
 
 /// A test-local error for rollback tests.
 struct Boom: Error, Equatable {}
+
+/// A store's key spaces opened read-only at the engine level: what the tests that compare
+/// stored bytes with SPEC.md read. Close `engine` when done.
+struct StoredBytes {
+    let engine: Engine
+    let objects: KeySpace
+    let indexes: KeySpace?
+    let meta: KeySpace
+
+    init(directory: String) throws {
+        var options = EngineOptions()
+        options.readOnly = true
+        engine = try Engine.open(directory: directory, options: options)
+        objects = try #require(engine.existingKeySpace(named: "objects") as KeySpace?)
+        indexes = engine.existingKeySpace(named: "indexes")
+        meta = try #require(engine.existingKeySpace(named: "meta") as KeySpace?)
+    }
+}
