@@ -136,4 +136,33 @@ struct PersonV4 {
         try store.box(for: Note.self).remove(1)
         #expect(try store.box(for: Note.self).count() == 6)
     }
+    /// A record lists every id from 1 to its last one (SPEC.md §11.2). A crafted record that
+    /// claims a last id of 2^28 with four properties would have the decoders size their
+    /// id-indexed maps at 1 GiB; it is refused as a damaged catalog instead, and so is a gap.
+    @Test(arguments: [[0x80, 0x80, 0x80, 0x80, 0x01], [5]] as [[UInt8]])
+    func aRecordWhoseIdsAreNotOneToLastIsRefused(last: [UInt8]) throws {
+        let dir = TemporaryDirectory()
+        do {
+            let store = try Store(directoryPath: dir.path, options: .testing())
+            try store.box(for: PersonV1.self).put(PersonV1(name: "Ada"))
+            store.close()
+        }
+        let key: [UInt8] = [2, 0, 0, 0, 1]   // MetaKey.entity, entity 1
+        do {
+            let engine = try Engine.open(directory: dir.path, options: EngineOptions())
+            let meta = try #require(engine.existingKeySpace(named: "meta") as KeySpace?)
+            var record = try #require(try engine.get(key, in: meta))
+            // version · flags · name ("Person") · lastPropertyId (4) · count (4) · properties
+            let at = 2 + 1 + 6
+            #expect(Array(record[at...at + 1]) == [4, 4])
+            record.replaceSubrange(at...at, with: last)
+            var batch = WriteBatch()
+            batch.put(key, record, in: meta)
+            try engine.write(batch, durability: .sync)
+            engine.close()
+        }
+        #expect(throws: StrataError.corruptCatalog(reason: "entity record 1 does not parse")) {
+            try Store(directoryPath: dir.path, options: .testing())
+        }
+    }
 }

@@ -125,9 +125,13 @@ struct EntityRecord: Equatable, Sendable {
             guard let f = byte(), f & ~EntityFlag.embedded == 0 else { return nil }
             entityFlags = f
         }
+        // Every property ever declared stays listed (ids are never reused), so a record lists
+        // exactly the ids 1...lastPropertyId. Requiring it bounds the id-indexed field maps the
+        // decoders build by the record's size: a crafted last id of 2^28 would cost 1 GiB each.
         guard let name = string(),
               let last = varint(), last <= UInt64(ObjectFormat.maxPropertyId),
-              let count = varint(), count <= last else { return nil }
+              let count = varint(), count == last,
+              count <= UInt64(bytes.count - pos) / 4 else { return nil }
         var properties: [Property] = []
         for _ in 0..<count {
             guard let id = varint(), id >= 1, id <= last, let pname = string(),
