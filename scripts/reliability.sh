@@ -102,7 +102,7 @@ if [ $full = 1 ] && wanted asan; then
     suppressions=$(mktemp)
     echo "leak:libXCTest.so" > "$suppressions"
     step asan "soak:|AddressSanitizer|Test run" env STRATA_SOAK_SECONDS=60 LSAN_OPTIONS=suppressions=$suppressions swift test --skip-build \
-        --sanitize=address --scratch-path .build-asan --filter "SoakTests|SnapshotAndConcurrencyTests|ConcurrencyTests|ObservationTests"
+        --sanitize=address --scratch-path .build-asan --filter "SoakTests|SnapshotAndConcurrencyTests|ConcurrencyTests|ObservationTests|FuzzCorpusTests|SegmentTests"
 fi
 if [ "$fuzz_runs" -gt 0 ] && wanted fuzz; then
     for target in wal walChecked manifest manifestChecked segment segmentChecked block footer store object entityRecord; do

@@ -94,6 +94,31 @@ import Testing
         }
     }
 
+    /// A block whose compression byte is unknown but whose checksum is right (a crafted file,
+    /// or a newer writer) is a typed error naming the byte. The fuzzer found the error message
+    /// reading that byte after the block's buffer was freed: ASan (scripts/reliability.sh's
+    /// ASan step replays this suite) reports it; a plain build would print a stale byte.
+    @Test func unknownCompressionBehindAValidChecksumIsATypedError() throws {
+        let fs = InMemoryFileSystem()
+        let seg = try Self.storeWithOneSegment(fs)
+        var bytes = fs.contents(of: seg)!
+        func storedCRCMatches(_ n: Int) -> Bool {
+            let crc = bytes[0...n].withUnsafeBytes { Checksum.mask(Checksum.crc32c($0)) }
+            return bytes[(n + 1)..<(n + 5)].enumerated().allSatisfy { i, b in b == UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
+        }
+        // The first data block starts at 0; its payload ends where its trailer's CRC matches.
+        let n = try #require((1..<(bytes.count - 5)).first(where: storedCRCMatches))
+        bytes[n] = 7
+        let crc = bytes[0...n].withUnsafeBytes { Checksum.mask(Checksum.crc32c($0)) }
+        for i in 0..<4 { bytes[n + 1 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
+        fs.setContents(of: seg, to: bytes)
+        let e = try Engine.open(directory: Self.dir, options: Self.options(fs))
+        defer { e.close() }
+        #expect(throws: StorageError.corruption(file: seg, offset: 0, reason: "unknown block compression 7")) {
+            _ = try e.get(key(0), in: e.defaultKeySpace)
+        }
+    }
+
     @Test func wrongMagicAndNewerVersionAreTypedErrors() throws {
         let fs = InMemoryFileSystem()
         let seg = try Self.storeWithOneSegment(fs)

@@ -105,7 +105,9 @@ final class SegmentReader: @unchecked Sendable {
             owned.deallocate()
             throw StorageError.corruption(file: path, offset: handle.offset, reason: "block checksum mismatch")
         }
-        switch BlockCompression(rawValue: raw[n]) {
+        // Read before any path deallocates `owned`, which `raw` lies in.
+        let compression = raw[n]
+        switch BlockCompression(rawValue: compression) {
         case .none?:
             return try Block(taking: owned, contentsCount: n, file: path, offset: handle.offset, parseRestarts: parseRestarts)
         case .lz4?:
@@ -125,7 +127,7 @@ final class SegmentReader: @unchecked Sendable {
             return try Block(taking: out, contentsCount: size, file: path, offset: handle.offset, parseRestarts: parseRestarts)
         case nil:
             owned.deallocate()
-            throw StorageError.corruption(file: path, offset: handle.offset, reason: "unknown block compression \(raw[n])")
+            throw StorageError.corruption(file: path, offset: handle.offset, reason: "unknown block compression \(compression)")
         }
     }
 
