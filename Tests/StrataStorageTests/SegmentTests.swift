@@ -140,6 +140,23 @@ import Testing
         }
     }
 
+    /// A footer whose checksum is right but whose block sizes are near 2^64: a typed error, not
+    /// an overflow trap in the range check (found by the segmentChecked fuzzer).
+    @Test(arguments: [0, 16, 32])
+    func aFooterBlockSizeNear2To64IsATypedError(handle: Int) throws {
+        let fs = InMemoryFileSystem()
+        let seg = try Self.storeWithOneSegment(fs)
+        var bytes = fs.contents(of: seg)!
+        let footer = bytes.count - FormatConstants.segmentFooterBytes
+        for i in 0..<8 { bytes[footer + handle + 8 + i] = 0xFF }   // the handle's size
+        let crc = bytes[footer..<(footer + 52)].withUnsafeBytes { Checksum.mask(Checksum.crc32c($0)) }
+        withUnsafeBytes(of: crc.littleEndian) { for i in 0..<4 { bytes[footer + 52 + i] = $0[i] } }
+        fs.setContents(of: seg, to: bytes)
+        #expect(throws: StorageError.corruption(file: seg, offset: UInt64(footer), reason: "footer block handle out of range")) {
+            try Engine.open(directory: Self.dir, options: Self.options(fs))
+        }
+    }
+
     @Test func missingSegmentIsCorruption() throws {
         let fs = InMemoryFileSystem()
         let seg = try Self.storeWithOneSegment(fs)

@@ -39,10 +39,10 @@ struct SegmentFooter: Equatable {
     }
 
     static func decode(_ raw: UnsafeRawBufferPointer, file: String, fileSize: UInt64) throws -> SegmentFooter {
-        let footerOffset = fileSize - UInt64(raw.count)
-        guard raw.count == FormatConstants.segmentFooterBytes else {
+        guard raw.count == FormatConstants.segmentFooterBytes, fileSize >= UInt64(raw.count) else {
             throw StorageError.corruption(file: file, offset: 0, reason: "file too short for a segment footer")
         }
+        let footerOffset = fileSize - UInt64(raw.count)
         guard loadFixed64(raw, 56) == FormatConstants.segmentMagic else { throw StorageError.badMagic(file: file) }
         let stored = Checksum.unmask(loadFixed32(raw, 52))
         guard stored == Checksum.crc32c(UnsafeRawBufferPointer(rebasing: raw[0..<52])) else {
@@ -58,8 +58,12 @@ struct SegmentFooter: Equatable {
             properties: BlockHandle(offset: loadFixed64(raw, 32), size: loadFixed64(raw, 40)),
             formatVersion: version)
         for h in [f.index, f.filter, f.properties] {
+            // The size is bounded before any sum: a crafted size near 2^64 must not overflow.
+            guard h.size < UInt64(Int32.max) else {
+                throw StorageError.corruption(file: file, offset: footerOffset, reason: "footer block handle out of range")
+            }
             let (end, overflow) = h.offset.addingReportingOverflow(h.size + UInt64(FormatConstants.blockTrailerBytes))
-            guard !overflow, h.size < UInt64(Int32.max), end <= footerOffset else {
+            guard !overflow, end <= footerOffset else {
                 throw StorageError.corruption(file: file, offset: footerOffset, reason: "footer block handle out of range")
             }
         }
