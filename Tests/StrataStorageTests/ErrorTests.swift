@@ -156,6 +156,32 @@ import Testing
         }
     }
 
+    /// Key spaces numbered other than 0, 1, … from `default`, or a name given twice: the
+    /// manifest is refused with a typed error. Before, a manifest that renamed key space 0
+    /// opened, and `defaultKeySpace` trapped (found by the store fuzzer).
+    @Test(arguments: [[KeySpace(id: 0, name: "other")], [KeySpace(id: 5, name: "gap")],
+                      [KeySpace(id: 1, name: "a"), KeySpace(id: 2, name: "a")]])
+    func keySpacesNotDenseFromDefaultAreCorruption(added: [KeySpace]) throws {
+        let fs = InMemoryFileSystem()
+        try Engine.open(directory: "/db", options: Self.memoryOptions(fs)).close()
+        let current = string(fs.contents(of: "/db/CURRENT")!)
+        let manifest = "/db/" + current.split(separator: "\n")[0]
+        var edit = VersionEdit()
+        edit.addedKeySpaces = added
+        var framed = ByteWriter()
+        edit.encode().withUnsafeBytes { LogWriter.frame($0, into: &framed) }
+        fs.setContents(of: manifest, to: fs.contents(of: manifest)! + framed.bytes)
+        let reason = "manifest key spaces are not numbered 0, 1, … from default with distinct names"
+        #expect(throws: StorageError.corruption(file: manifest, offset: 0, reason: reason)) {
+            try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
+        }
+        var readOnly = Self.memoryOptions(fs)
+        readOnly.readOnly = true
+        #expect(throws: StorageError.corruption(file: manifest, offset: 0, reason: reason)) {
+            try Engine.open(directory: "/db", options: readOnly)
+        }
+    }
+
     @Test func damagedCurrentIsCorruption() throws {
         let fs = InMemoryFileSystem()
         try Engine.open(directory: "/db", options: Self.memoryOptions(fs)).close()

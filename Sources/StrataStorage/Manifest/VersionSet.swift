@@ -105,6 +105,15 @@ final class VersionSet: @unchecked Sendable {
             throw StorageError.corruption(file: path, offset: 0, reason: "manifest has no format version record")
         }
         set.keySpaces = spaces.values.sorted { $0.id < $1.id }
+        // Key spaces are numbered densely from 0, `default` first, and named once (SPEC.md §4):
+        // the engine sizes its tables by their count and hands out the next id as that count.
+        let names = Set(set.keySpaces.map(\.name))
+        guard !set.keySpaces.isEmpty, set.keySpaces.count <= StorageLimits.maxKeySpaces,
+              set.keySpaces.enumerated().allSatisfy({ $0.offset == Int($0.element.id) }),
+              set.keySpaces[0].name == "default", names.count == set.keySpaces.count else {
+            throw StorageError.corruption(file: path, offset: 0,
+                                          reason: "manifest key spaces are not numbered 0, 1, … from default with distinct names")
+        }
         for m in metas.values {
             guard spaces[m.keySpaceId] != nil else {
                 throw StorageError.corruption(file: path, offset: 0, reason: "segment \(m.fileNumber) belongs to unknown key space \(m.keySpaceId)")
