@@ -12,6 +12,10 @@ if [ $# -lt 1 ]; then echo "usage: scripts/fuzz.sh TARGET [SECONDS | libFuzzer o
 target=$1; shift
 options=("$@")
 if [ ${#options[@]} -eq 1 ] && [[ ${options[0]} =~ ^[0-9]+$ ]]; then options=("-max_total_time=${options[0]}"); fi
+# The store target opens engines whose background threads free memory after an input returns,
+# so every input looks like a leak and libFuzzer runs a full LeakSanitizer scan after each (70%
+# of the time, 200 instead of 1,600 executions a second). Leaks are checked by the ASan soak.
+if [ "$target" = store ]; then options=("-detect_leaks=0" "${options[@]}"); fi
 # The sanitizer flags reach every target; lld links where gold fails on the debug info.
 swift build --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING -Xswiftc -use-ld=lld >&2
 mkdir -p "work/$target" "../Tests/FuzzCorpus/$target"

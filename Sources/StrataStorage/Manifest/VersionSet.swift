@@ -133,6 +133,11 @@ final class VersionSet: @unchecked Sendable {
     /// CURRENT holds "MANIFEST-NNNNNN\n" then the masked CRC32C of that line in 8 hex digits and
     /// "\n" (SPEC.md §Files).
     static func parseCurrent(_ bytes: [UInt8], path: String) throws -> UInt64 {
+        // Longer than any canonical CURRENT (name, 20 digits, CRC, two newlines): damage,
+        // refused before a string of it is built and split.
+        guard bytes.count <= FormatConstants.manifestPrefix.utf8.count + 20 + 1 + 8 + 1 else {
+            throw StorageError.corruption(file: path, offset: 0, reason: "CURRENT is malformed")
+        }
         let text = String(decoding: bytes, as: UTF8.self)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         guard lines.count == 3, lines[2].isEmpty, lines[0].hasPrefix(FormatConstants.manifestPrefix),
