@@ -203,4 +203,43 @@ final class CxOrderPlain {
         #expect(record.count > customer.count + 10)
         #expect(record.dropFirst(3 + 7 + 2).starts(with: customer))
     }
+    /// A to-one stored as the id 0 (a crafted object: the writer stores null) reads as no target
+    /// everywhere: in the Swift type, in a query's matcher and in the composite index, so that
+    /// an index answer and a scan agree.
+    @Test func aToOneStoredAsZeroIsNilToQueriesAndIndexes() throws {
+        let dir = TemporaryDirectory()
+        do {
+            let store = try Store(directoryPath: dir.path, options: .testing())
+            let c = CxCustomer()
+            try store.box(for: CxCustomer.self).put(c)
+            let lone = CxOrder(), owned = CxOrder()
+            lone.day = 2
+            owned.day = 2
+            owned.customer.target = c
+            try store.box(for: CxOrder.self).put([lone, owned])   // ids 1 and 2
+            store.close()
+        }
+        do {
+            let engine = try Engine.open(directory: dir.path, options: EngineOptions())
+            let objects = try #require(engine.existingKeySpace(named: "objects") as KeySpace?)
+            let key: [UInt8] = [0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1]   // CxOrder (entity 2), id 1
+            var bytes = try #require(try engine.get(key, in: objects))
+            // codec version, then the customer (property 1) as null: tag 1 << 3 | 4.
+            #expect(Array(bytes.prefix(2)) == [1, 0x0C])
+            bytes.replaceSubrange(1...1, with: [0x08, 0x00])   // tag 1 << 3 | varint, then 0
+            var batch = WriteBatch()
+            batch.put(key, bytes, in: objects)
+            try engine.write(batch, durability: .sync)
+            engine.close()
+        }
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let orders = store.box(for: CxOrder.self)
+        let lone = try #require(try orders.get(1))
+        #expect(lone.customer.targetId == nil)
+        #expect(try orders.query { CxOrder.customer.isNil() && CxOrder.day == 2 }.build().findIds() == [1])
+        #expect(try orders.query { CxOrder.customer.isNil() }.build().findIds() == [1])
+        // A condition the index cannot serve: the matcher alone.
+        #expect(try orders.query { CxOrder.customer.isNil() && CxOrder.amount > -1 }.build().findIds() == [1])
+        #expect(try store.verifyGraph().problems.isEmpty)
+    }
 }

@@ -162,11 +162,7 @@ final class EntityIndexes: Sendable {
             while let s = try reader.nextField() {
                 let field = try FieldView.read(layout.types[s], from: &reader)
                 parts[s].removeAll(keepingCapacity: true)
-                switch field {
-                // A to-one without a target is nil, however it was written.
-                case .uint(0) where layout.types[s] == .toOne: IndexKey.encode(FieldView.null, into: &parts[s])
-                default: IndexKey.encode(field, into: &parts[s])
-                }
+                IndexKey.encode(field, into: &parts[s])
                 let f = layout.foldedSlot[s]
                 if f >= 0 {
                     parts[f].removeAll(keepingCapacity: true)

@@ -3,7 +3,8 @@
 /// for Strata's own tests, not API.
 public enum _ObjectFuzzTarget: String, CaseIterable, Sendable {
     /// An object's bytes, decoded against an entity with one property of every stored type
-    /// (every one indexed, so the index encoder runs too).
+    /// (every one indexed, so the index encoder runs too, with a composite index led by a
+    /// to-one and a case-insensitive one).
     case object
     /// An entity record of the catalog (SPEC.md §11.2).
     case entityRecord
@@ -18,8 +19,14 @@ public enum _ObjectFuzzTarget: String, CaseIterable, Sendable {
                                                         isOptional: optional, isRemoved: false, index: .index, indexDefault: [0]))
             }
         }
+        // A to-one leading a composite index over the first Bool, the first String and a Double
+        // (the layout that assembles entries from slots), and a case-insensitive string index.
+        let string = properties.first { $0.type == .string }!.id, double = properties.first { $0.type == .double }!.id
         properties.append(EntityRecord.Property(id: UInt32(properties.count + 1), name: "link", type: .toOne,
-                                                isOptional: false, isRemoved: false, target: "Fuzz"))
+                                                isOptional: false, isRemoved: false, target: "Fuzz", index: .index,
+                                                indexDefault: [0], indexWith: [1, string, double]))
+        properties.append(EntityRecord.Property(id: UInt32(properties.count + 1), name: "folded", type: .string,
+                                                isOptional: false, isRemoved: false, index: .caseInsensitive, indexDefault: [0]))
         return EntityRecord(entityId: 1, name: "Fuzz", lastPropertyId: UInt32(properties.count), properties: properties)
     }()
 

@@ -70,9 +70,15 @@ enum FieldView {
     static func read(_ type: PropertyType, from reader: inout ObjectReader) throws -> FieldView {
         if reader.wire == .null { return .null }
         switch type {
-        case .bool, .uint8, .uint16, .uint32, .uint64, .toOne:
+        case .bool, .uint8, .uint16, .uint32, .uint64:
             try reader.expect(.varint)
             return .uint(try reader.readVarint())
+        case .toOne:
+            // Id 0 is "no target" wherever it is read (the Swift type's `ToOne` reads it so), and
+            // the writer stores null instead: a crafted 0 is nil to queries and indexes alike.
+            try reader.expect(.varint)
+            let id = try reader.readVarint()
+            return id == 0 ? .null : .uint(id)
         case .int8, .int16, .int32, .int64:
             try reader.expect(.varint)
             let z = try reader.readVarint()
