@@ -120,4 +120,23 @@ import Testing
         e.close()
         #expect(try Engine.verify(directory: "/db", fileSystem: fs).isClean, "the next close rewrote them")
     }
+    /// A crafted `STATS` file with a valid checksum may hold any counter: the lifetime sums
+    /// saturate instead of trapping (`strata stats` and `strata inspect` print them).
+    @Test func lifetimeCountersNearTheLimitSaturate() throws {
+        let fs = InMemoryFileSystem()
+        var e = try Engine.open(directory: "/db", options: .testing(fs))
+        e.close()
+        var full = EngineCounters()
+        for f in EngineCounters.fields { full[keyPath: f.keyPath] = .max - 1 }
+        fs.setContents(of: "/db/STATS", to: StatsFile.encode(full))
+        e = try Engine.open(directory: "/db", options: .testing(fs))
+        try e.put("a", "1", in: e.defaultKeySpace, durability: .sync)
+        let life = e.statistics().lifetime
+        #expect(life.writeBatches == .max)
+        #expect(life.walBytesWritten == .max)
+        #expect(life.bytesWrittenToDisk == .max)
+        #expect(life.writeAmplification.isFinite)
+        e.close()
+        #expect(try Engine.verify(directory: "/db", fileSystem: fs).isClean)
+    }
 }

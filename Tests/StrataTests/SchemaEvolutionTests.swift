@@ -165,4 +165,42 @@ struct PersonV4 {
             try Store(directoryPath: dir.path, options: .testing())
         }
     }
+    /// An object count near 2^64, or one lower than the objects stored, is a typed error where
+    /// it is read, never an overflow trap (the count is added to a transaction's delta as Int64).
+    @Test(arguments: [UInt64.max, 1 << 62, 0])
+    func aCraftedObjectCountIsATypedError(count: UInt64) throws {
+        let dir = TemporaryDirectory()
+        do {
+            let store = try Store(directoryPath: dir.path, options: .testing())
+            try store.box(for: PersonV1.self).put([PersonV1(name: "Ada"), PersonV1(name: "Bob")])
+            store.close()
+        }
+        do {
+            let engine = try Engine.open(directory: dir.path, options: EngineOptions())
+            let meta = try #require(engine.existingKeySpace(named: "meta") as KeySpace?)
+            var batch = WriteBatch()
+            batch.put([4, 0, 0, 0, 1], withUnsafeBytes(of: count.littleEndian) { Array($0) }, in: meta)   // MetaKey.count, entity 1
+            try engine.write(batch, durability: .sync)
+            engine.close()
+        }
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let people = store.box(for: PersonV1.self)
+        if count == 0 {
+            // Removing one of the two objects the count says are not there: below 0.
+            #expect(throws: StrataError.corruptCatalog(reason: "object count of entity 1 would be -1")) {
+                try store.runInTransaction {
+                    try people.remove(1)
+                    _ = try people.count()
+                }
+            }
+            #expect(try people.count() == 0)
+            #expect(try store.verifyGraph().problems.map(\.reason) == ["the catalog counts 0 objects, 2 are stored"])
+        } else {
+            let reason = "object count of entity 1 is \(count), past the limit"
+            #expect(throws: StrataError.corruptCatalog(reason: reason)) { try people.count() }
+            #expect(throws: StrataError.corruptCatalog(reason: reason)) { try people.put(PersonV1(name: "Eve")) }
+            #expect(throws: StrataError.corruptCatalog(reason: reason)) { try store.verifyGraph() }
+        }
+        #expect(try people.all().map(\.name) == ["Ada", "Bob"], "nothing written")
+    }
 }

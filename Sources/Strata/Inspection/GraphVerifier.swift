@@ -165,9 +165,10 @@ struct GraphVerifier {
 
     private mutating func checkCounts() throws {
         for record in records.values.sorted(by: { $0.entityId < $1.entityId }) {
-            let stored = UInt64(Int64(try store.storedCount(entityId: record.entityId, in: transaction))
-                                + (transaction?.overlay?.countDeltas[record.entityId] ?? 0))
-            let actual = UInt64(ids[record.entityId]?.count ?? 0)
+            // Signed: a wrong stored count with the transaction's removals may go below 0.
+            let stored = Int64(try store.storedCount(entityId: record.entityId, in: transaction))
+                + (transaction?.overlay?.countDeltas[record.entityId] ?? 0)
+            let actual = Int64(ids[record.entityId]?.count ?? 0)
             if stored != actual && store.countsMaintained {
                 problem(record.name, 0, "the catalog counts \(stored) objects, \(actual) are stored")
             }

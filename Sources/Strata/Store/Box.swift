@@ -279,8 +279,10 @@ public struct Box<T: Entity>: Sendable {
                 try forEach(binding: b, in: t) { _, _ in n += 1; return true }
                 return n
             }
-            let stored = Int64(try store.storedCount(entityId: b.entityId, in: t))
-            return Int(stored + (t?.overlay?.countDeltas[b.entityId] ?? 0))
+            let n = Int64(try store.storedCount(entityId: b.entityId, in: t)) + (t?.overlay?.countDeltas[b.entityId] ?? 0)
+            // Below 0 only when the stored count is wrong (a damaged or crafted catalog).
+            guard n >= 0 else { throw StrataError.corruptCatalog(reason: "object count of entity \(b.entityId) would be \(n)") }
+            return Int(n)
         }
     }
 

@@ -123,17 +123,29 @@ public struct EngineCounters: Sendable, Equatable {
     public var compactionSeconds: Double { Double(compactionMicros) / 1e6 }
 
     /// Total bytes written to disk.
-    public var bytesWrittenToDisk: UInt64 { walBytesWritten + segmentBytesWritten + manifestBytesWritten }
+    public var bytesWrittenToDisk: UInt64 { Self.saturatingSum(walBytesWritten, segmentBytesWritten, manifestBytesWritten) }
 
     /// Bytes written to disk per user byte (0 before any write).
     public var writeAmplification: Double {
         userBytesWritten == 0 ? 0 : Double(bytesWrittenToDisk) / Double(userBytesWritten)
     }
 
+    /// Counter by counter, saturating: the lifetime counters come from the `STATS` file, which
+    /// a crafted store can fill with any value, and a sum must not trap.
     static func + (a: EngineCounters, b: EngineCounters) -> EngineCounters {
         var out = a
-        for f in fields { out[keyPath: f.keyPath] &+= b[keyPath: f.keyPath] }
+        for f in fields { out[keyPath: f.keyPath] = saturatingSum(a[keyPath: f.keyPath], b[keyPath: f.keyPath]) }
         return out
+    }
+
+    static func saturatingSum(_ values: UInt64...) -> UInt64 {
+        var total: UInt64 = 0
+        for v in values {
+            let (sum, overflow) = total.addingReportingOverflow(v)
+            if overflow { return .max }
+            total = sum
+        }
+        return total
     }
 }
 

@@ -9,7 +9,7 @@
 /// The tag, modulo the table's size plus 3, picks a name from a fixed table that mixes the
 /// store's own names with near misses (`0000042.wal`, `18446744073709551615.wal`) and foreign
 /// files, or a WAL, segment or manifest with the entry's number. Before the store is opened,
-/// the checksums of `CURRENT`, manifests, WALs and segments are made right (``ChecksumFixup``),
+/// the checksums of `CURRENT`, `STATS`, manifests, WALs and segments are made right (``ChecksumFixup``),
 /// so the mutations reach the decoders behind them.
 enum StoreFuzzArchive {
     static let names = [
@@ -59,7 +59,8 @@ enum StoreFuzzArchive {
     }
 
     /// Writes the files (checksums fixed) to an in-memory directory, then verifies, opens
-    /// read-only and reads everything, opens writable, writes, flushes and reopens. Every step
+    /// read-only and reads everything (and the lifetime counters), opens writable, writes,
+    /// flushes and reopens. Every step
     /// must end in a value or a typed error.
     static func run(_ data: UnsafeRawBufferPointer) {
         let fs = InMemoryFileSystem()
@@ -74,6 +75,11 @@ enum StoreFuzzArchive {
             case .segment?:
                 ChecksumFixup.fixSegment(&bytes)
             default:
+                if name == FormatConstants.statsFileName, bytes.count >= 12 {
+                    // The STATS file's trailing CRC made right, so its counters are read.
+                    let crc = bytes.withUnsafeBytes { Checksum.mask(Checksum.crc32c(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)]))) }
+                    for i in 0..<4 { bytes[bytes.count - 4 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
+                }
                 if name == FormatConstants.currentFileName, bytes.count == 1 {
                     // One byte: a well-formed CURRENT naming that manifest number (which may not exist).
                     bytes = VersionSet.currentContents(manifestNumber: UInt64(bytes[0]))
@@ -88,6 +94,9 @@ enum StoreFuzzArchive {
         options.readOnly = true
         if let engine = try? Engine.open(directory: "/db", options: options) {
             for ks in engine.keySpaces { _ = try? engine.scan(ks) }
+            // The lifetime counters come from the archive's STATS file, if any.
+            let life = engine.statistics().lifetime
+            _ = life.bytesWrittenToDisk &+ UInt64(life.writeAmplification.isFinite ? 1 : 0)
             engine.close()
         }
         options.readOnly = false
