@@ -137,6 +137,11 @@ import Testing
         #expect(life.bytesWrittenToDisk == .max)
         #expect(life.writeAmplification.isFinite)
         e.close()
+        // The same sum serves the statistics' entry counts and sizes, read from segment
+        // properties and manifest records.
+        #expect([UInt64.max - 1, 2].saturatingSum() == .max)
+        #expect([UInt64.max - 2, 1, 1].saturatingSum() == .max)
+        #expect([40, 2].saturatingSum() == 42)
         #expect(try Engine.verify(directory: "/db", fileSystem: fs).isClean)
     }
 }

@@ -327,11 +327,13 @@ public final class Engine: @unchecked Sendable {
         var spaces: [KeySpaceStatistics] = []
         for ks in keySpaces {
             let levels = view.version.keySpaces[ks.id]?.levels ?? Array(repeating: [], count: Version.levelCount)
-            let bytes = levels.map { $0.reduce(UInt64(0)) { $0 + $1.meta.fileSize } }
+            let bytes = levels.map { level in level.lazy.map(\.meta.fileSize).saturatingSum() }
+            // Entry counts come from the segments' properties, which a crafted store may set
+            // near 2^64: the sums saturate instead of trapping.
             spaces.append(KeySpaceStatistics(
                 name: ks.name, id: ks.id, segmentsPerLevel: levels.map(\.count), bytesPerLevel: bytes,
-                liveSegmentBytes: bytes.reduce(0, +),
-                segmentEntries: levels.joined().reduce(0) { $0 + $1.meta.entryCount }))
+                liveSegmentBytes: bytes.saturatingSum(),
+                segmentEntries: levels.joined().lazy.map(\.meta.entryCount).saturatingSum()))
         }
         let memBytes = view.memtables.values.reduce(0) { $0 + $1.approximateBytes }
             + (view.immutables?.values.reduce(0) { $0 + $1.approximateBytes } ?? 0)

@@ -138,15 +138,7 @@ public struct EngineCounters: Sendable, Equatable {
         return out
     }
 
-    static func saturatingSum(_ values: UInt64...) -> UInt64 {
-        var total: UInt64 = 0
-        for v in values {
-            let (sum, overflow) = total.addingReportingOverflow(v)
-            if overflow { return .max }
-            total = sum
-        }
-        return total
-    }
+    static func saturatingSum(_ values: UInt64...) -> UInt64 { values.saturatingSum() }
 }
 
 /// A snapshot of the engine's counters and shape, from ``Engine/statistics()``. The counters
@@ -190,4 +182,18 @@ public struct KeySpaceStatistics: Sendable, Equatable {
     public var liveSegmentBytes: UInt64
     /// Entries (including tombstones and old versions) in live segments.
     public var segmentEntries: UInt64
+}
+
+extension Sequence<UInt64> {
+    /// The sum, or `UInt64.max` when it would overflow: for figures read from disk (counters,
+    /// entry counts), which a crafted file may set to anything.
+    func saturatingSum() -> UInt64 {
+        var total: UInt64 = 0
+        for v in self {
+            let (sum, overflow) = total.addingReportingOverflow(v)
+            if overflow { return .max }
+            total = sum
+        }
+        return total
+    }
 }
