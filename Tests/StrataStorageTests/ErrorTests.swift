@@ -182,6 +182,41 @@ import Testing
         }
     }
 
+    /// A manifest whose last sequence is near the 56-bit limit: the writes that still fit work,
+    /// the first one past it is refused with a typed error and nothing of it is applied (before,
+    /// its entries' numbers wrapped and read as older than everything: the write was lost).
+    @Test func writesPastTheLastSequenceNumberAreRefused() throws {
+        let fs = InMemoryFileSystem()
+        try Engine.open(directory: "/db", options: Self.memoryOptions(fs)).close()
+        let current = string(fs.contents(of: "/db/CURRENT")!)
+        let manifest = "/db/" + current.split(separator: "\n")[0]
+        var edit = VersionEdit()
+        edit.lastSequence = StorageLimits.maxSequence - 3
+        var framed = ByteWriter()
+        edit.encode().withUnsafeBytes { LogWriter.frame($0, into: &framed) }
+        fs.setContents(of: manifest, to: fs.contents(of: manifest)! + framed.bytes)
+        let e = try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
+        try e.put("a", "1", in: e.defaultKeySpace)
+        try e.put("a", "2", in: e.defaultKeySpace, durability: .sync)   // the last sequence number an entry may carry
+        var batch = WriteBatch()
+        batch.put(Array("a".utf8), Array("3".utf8), in: e.defaultKeySpace)
+        batch.put(Array("b".utf8), Array("4".utf8), in: e.defaultKeySpace)
+        #expect(throws: StorageError.self) { try e.write(batch) }
+        #expect(throws: StorageError.self) { try e.put("c", "5", in: e.defaultKeySpace) }
+        #expect(try e.getString("a", in: e.defaultKeySpace) == "2")
+        #expect(try e.getString("b", in: e.defaultKeySpace) == nil)
+        e.close()
+        // The log replays (its last entry carries the last number), then the flush keeps it.
+        var again = try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
+        #expect(try again.getString("a", in: again.defaultKeySpace) == "2")
+        try again.flush()
+        again.close()
+        again = try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
+        #expect(try again.getString("a", in: again.defaultKeySpace) == "2")
+        #expect(throws: StorageError.self) { try again.put("c", "5", in: again.defaultKeySpace) }
+        again.close()
+    }
+
     @Test func damagedCurrentIsCorruption() throws {
         let fs = InMemoryFileSystem()
         try Engine.open(directory: "/db", options: Self.memoryOptions(fs)).close()

@@ -99,9 +99,19 @@ extension Engine {
             }
         }
         let needsSync = w.durability != .none
-        let firstSequence = lastSequence + 1
         var totalOps = 0
         for g in group { totalOps += g.batch.count }
+        // Sequence numbers have 56 bits (SPEC.md §4), and the largest is the reads' "everything"
+        // (recovery refuses an entry that carries it): past it, an entry's number would wrap
+        // into the trailer and read as older than everything. Unreachable by writing (2^56
+        // operations), reachable by a manifest that claims a last sequence near it.
+        guard UInt64(totalOps) < StorageLimits.maxSequence - lastSequence else {
+            let error = StorageError.writesStopped(reason: "the store's sequence numbers are used up (last \(lastSequence))")
+            finishGroup(group, error: error)
+            commitLock.unlock()
+            throw error
+        }
+        let firstSequence = lastSequence + 1
         lastSequence += UInt64(totalOps)
         let log = wal!   // present: read-only engines stop at checkWritable()
         let tables = memtablesById
