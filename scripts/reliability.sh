@@ -81,7 +81,7 @@ if wanted locks; then
     step locks "Test run" test_run --filter "LockTests|ReadOnlyDirectoryTests"
 fi
 if wanted input; then
-    step input "Test run" test_run --filter "ErrorTests|ForeignFilesTests|StoreBasicsTests|TransactionTests|StrataToolTests|CodecRoundTripTests"
+    step input "Test run" test_run --filter "ErrorTests|ForeignFilesTests|StoreBasicsTests|TransactionTests|StrataToolTests|CodecRoundTripTests|SegmentTests|VerificationTests|SchemaEvolutionTests|FormatUpgradeTests|CompositeIndexTests"
 fi
 if wanted model; then
     step model "Test run" test_run --filter "GraphModelCheckTests|ChangeVerifierTests|KillTests"

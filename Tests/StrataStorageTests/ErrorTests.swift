@@ -5,6 +5,18 @@ import Testing
 @Suite struct ErrorTests {
     static func memoryOptions(_ fs: any FileSystem) -> EngineOptions { .testing(fs) }
 
+    /// Creates a store in `fs` and appends `edit` to its manifest, framed and checksummed as
+    /// the engine would (a crafted manifest); returns the manifest's path.
+    static func storeWithEdit(_ edit: VersionEdit, in fs: InMemoryFileSystem) throws -> String {
+        try Engine.open(directory: "/db", options: memoryOptions(fs)).close()
+        let current = string(fs.contents(of: "/db/CURRENT")!)
+        let manifest = "/db/" + current.split(separator: "\n")[0]
+        var framed = ByteWriter()
+        edit.encode().withUnsafeBytes { LogWriter.frame($0, into: &framed) }
+        fs.setContents(of: manifest, to: fs.contents(of: manifest)! + framed.bytes)
+        return manifest
+    }
+
     @Test func limitsAreEnforcedAndNothingIsStoredHalf() throws {
         let fs = InMemoryFileSystem()
         let e = try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
@@ -143,14 +155,9 @@ import Testing
 
     @Test func newerStoreFormatIsRefused() throws {
         let fs = InMemoryFileSystem()
-        try Engine.open(directory: "/db", options: Self.memoryOptions(fs)).close()
-        let current = string(fs.contents(of: "/db/CURRENT")!)
-        let manifest = "/db/" + current.split(separator: "\n")[0]
         var edit = VersionEdit()
         edit.formatVersion = 99
-        var framed = ByteWriter()
-        edit.encode().withUnsafeBytes { LogWriter.frame($0, into: &framed) }
-        fs.setContents(of: manifest, to: fs.contents(of: manifest)! + framed.bytes)
+        let manifest = try Self.storeWithEdit(edit, in: fs)
         #expect(throws: StorageError.unsupportedFormatVersion(file: manifest, found: 99, supported: FormatConstants.storeFormatVersion)) {
             try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
         }
@@ -163,14 +170,9 @@ import Testing
                       [KeySpace(id: 1, name: "a"), KeySpace(id: 2, name: "a")]])
     func keySpacesNotDenseFromDefaultAreCorruption(added: [KeySpace]) throws {
         let fs = InMemoryFileSystem()
-        try Engine.open(directory: "/db", options: Self.memoryOptions(fs)).close()
-        let current = string(fs.contents(of: "/db/CURRENT")!)
-        let manifest = "/db/" + current.split(separator: "\n")[0]
         var edit = VersionEdit()
         edit.addedKeySpaces = added
-        var framed = ByteWriter()
-        edit.encode().withUnsafeBytes { LogWriter.frame($0, into: &framed) }
-        fs.setContents(of: manifest, to: fs.contents(of: manifest)! + framed.bytes)
+        let manifest = try Self.storeWithEdit(edit, in: fs)
         let reason = "manifest key spaces are not numbered 0, 1, … from default with distinct names"
         #expect(throws: StorageError.corruption(file: manifest, offset: 0, reason: reason)) {
             try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
@@ -187,14 +189,9 @@ import Testing
     /// its entries' numbers wrapped and read as older than everything: the write was lost).
     @Test func writesPastTheLastSequenceNumberAreRefused() throws {
         let fs = InMemoryFileSystem()
-        try Engine.open(directory: "/db", options: Self.memoryOptions(fs)).close()
-        let current = string(fs.contents(of: "/db/CURRENT")!)
-        let manifest = "/db/" + current.split(separator: "\n")[0]
         var edit = VersionEdit()
         edit.lastSequence = StorageLimits.maxSequence - 3
-        var framed = ByteWriter()
-        edit.encode().withUnsafeBytes { LogWriter.frame($0, into: &framed) }
-        fs.setContents(of: manifest, to: fs.contents(of: manifest)! + framed.bytes)
+        _ = try Self.storeWithEdit(edit, in: fs)
         let e = try Engine.open(directory: "/db", options: Self.memoryOptions(fs))
         try e.put("a", "1", in: e.defaultKeySpace)
         try e.put("a", "2", in: e.defaultKeySpace, durability: .sync)   // the last sequence number an entry may carry

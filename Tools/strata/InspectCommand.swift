@@ -42,8 +42,10 @@ struct InspectCommand: ParsableCommand {
                 let largest = inLevel.map(\.largestKey).max { $0.lexicographicallyPrecedes($1) } ?? []
                 return .object([
                     ("level", .int(Int64(level))), ("segments", .int(Int64(inLevel.count))),
-                    ("bytes", .uint(Self.saturatingSum(inLevel.map(\.bytes)))),
-                    ("entries", .uint(Self.saturatingSum(inLevel.map(\.entries)))),
+                    // Entry counts come from segment properties, which a crafted store may set
+                    // near 2^64: the sums saturate instead of trapping.
+                    ("bytes", .uint(inLevel.reduce(UInt64(0)) { $0.addingReportingOverflow($1.bytes).overflow ? .max : $0 + $1.bytes })),
+                    ("entries", .uint(inLevel.reduce(UInt64(0)) { $0.addingReportingOverflow($1.entries).overflow ? .max : $0 + $1.entries })),
                     ("smallestKey", .string(HumanReadable.hex(smallest))), ("largestKey", .string(HumanReadable.hex(largest))),
                     ("files", .array(inLevel.map { .string($0.fileName) })),
                 ])
@@ -87,18 +89,6 @@ struct InspectCommand: ParsableCommand {
     }
 
     /// The text form of the report `inspect` builds.
-    /// Sizes and entry counts come from segment properties, which a crafted store may set near
-    /// 2^64: their sum saturates instead of trapping.
-    static func saturatingSum(_ values: [UInt64]) -> UInt64 {
-        var total: UInt64 = 0
-        for v in values {
-            let (sum, overflow) = total.addingReportingOverflow(v)
-            if overflow { return .max }
-            total = sum
-        }
-        return total
-    }
-
     static func render(_ report: JSONValue) -> String {
         guard case let .object(fields) = report else { return report.text }
         let f = Dictionary(fields, uniquingKeysWith: { a, _ in a })
