@@ -59,6 +59,13 @@ enum ChecksumFixup {
         }
     }
 
+    /// Rewrites a `STATS` file's trailing CRC (SPEC.md §3.1), so that its counters are read.
+    static func fixStats(_ bytes: inout [UInt8]) {
+        guard bytes.count >= 12 else { return }
+        let crc = bytes.withUnsafeBytes { Checksum.crc32c(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)])) }
+        write32(&bytes, bytes.count - 4, Checksum.mask(crc))
+    }
+
     /// Rewrites one block's trailer CRC (over payload and compression byte) when the block
     /// lies in the file.
     static func fixBlock(_ bytes: inout [UInt8], _ handle: BlockHandle) {

@@ -75,11 +75,7 @@ enum StoreFuzzArchive {
             case .segment?:
                 ChecksumFixup.fixSegment(&bytes)
             default:
-                if name == FormatConstants.statsFileName, bytes.count >= 12 {
-                    // The STATS file's trailing CRC made right, so its counters are read.
-                    let crc = bytes.withUnsafeBytes { Checksum.mask(Checksum.crc32c(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)]))) }
-                    for i in 0..<4 { bytes[bytes.count - 4 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
-                }
+                if name == FormatConstants.statsFileName { ChecksumFixup.fixStats(&bytes) }
                 if name == FormatConstants.currentFileName, bytes.count == 1 {
                     // One byte: a well-formed CURRENT naming that manifest number (which may not exist).
                     bytes = VersionSet.currentContents(manifestNumber: UInt64(bytes[0]))
