@@ -65,7 +65,7 @@ if wanted kill; then
     rm -rf "$store"
 fi
 if wanted powercut; then
-    step powercut "power cut:" env STRATA_POWER_CUT_FULL=$full swift test --skip-build --filter "PowerCutTests|RecoveryTests|TornTailTests"
+    step powercut "power cut:" env STRATA_POWER_CUT_FULL=$full swift test --skip-build --filter "PowerCutTests|RecoveryTests|TornTailTests|OpenSyncTests"
 fi
 if wanted corruption; then
     cases=$([ $full = 1 ] && echo 12000 || echo 2000)

@@ -137,6 +137,7 @@ public final class Engine: @unchecked Sendable {
         visibleSequence.store(recovered.lastSequence, ordering: .releasing)
         wal = recovered.wal
         walNumber = recovered.walNumber
+        retiredWals = recovered.unsyncedLogs
         for ks in versions.keySpaces { keySpacesByName[ks.name] = ks }
         viewBox = LockedValue(ReadView(memtables: recovered.memtables, immutables: nil, version: recovered.versions.current))
         memtableList = Array(recovered.memtables.values)

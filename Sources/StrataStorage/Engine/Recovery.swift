@@ -12,6 +12,9 @@ enum Recovery {
         /// nil when opened read-only.
         var wal: LogWriter?
         var walNumber: UInt64
+        /// Replayed logs this open did not sync: the engine's first durable write syncs them
+        /// first, unless a flush makes them obsolete (they join ``Engine/retiredWals``).
+        var unsyncedLogs: [(number: UInt64, log: LogWriter)] = []
     }
 
     /// What a file name in the store directory is.
@@ -152,7 +155,7 @@ enum Recovery {
         var emptyWals: [UInt64] = []
         // The first torn log: where the history recovery can vouch for ends (SPEC.md §5.2, §8).
         var torn: (number: UInt64, validEnd: Int)?
-        var replayed: [UInt64] = []
+        var replayed: [(number: UInt64, validEnd: Int, endsWithEndOfLog: Bool)] = []
         var discarded: [UInt64] = []
         for n in wals {
             let path = joinPath(directory, walName(n))
@@ -170,7 +173,7 @@ enum Recovery {
             }
             let outcome = try replay(wal: path, fs: fs, into: memtables, after: lastSequence)
             lastSequence = outcome.lastSequence
-            replayed.append(n)
+            replayed.append((n, outcome.validEnd, outcome.sawEndOfLog))
             if outcome.isEmpty { emptyWals.append(n) }
             if outcome.tornAt >= 0 {
                 torn = (n, outcome.tornAt)
@@ -195,20 +198,19 @@ enum Recovery {
                           wal: nil, walNumber: 0)
         }
 
-        try settleReplayedLogs(directory: directory, fs: fs, replayed: replayed, torn: torn, discarded: discarded)
+        try settleReplayedLogs(directory: directory, fs: fs, torn: torn, discarded: discarded)
 
         if isNew {
             // A fresh store gets its default key space in its first manifest.
             try versions.addInitialKeySpace(KeySpace(id: 0, name: "default"))
             memtables[0] = Memtable(keySpaceId: 0, expectedBytes: options.memtableBytes)
         }
-        try versions.writeSnapshotManifest()
+        let appending = isNew ? false : try versions.reopenManifestForAppend()
+        if !appending { try versions.writeSnapshotManifest() }
 
         let walNumber = versions.newFileNumber()
         let walPath = joinPath(directory, walName(walNumber))
         let wal = LogWriter(file: try fs.openLog(walPath), path: walPath)
-        // settleReplayedLogs synced every older log: the first record says so.
-        wal.noteEarlierLogsDurable()
         // The new WAL's directory entry is durable before any manifest record names it.
         try fs.syncDirectory(directory)
         if memtables.values.allSatisfy(\.isEmpty) {
@@ -218,37 +220,69 @@ enum Recovery {
 
         removeObsoleteFiles(directory: directory, fs: fs, versions: versions, keepWal: walNumber)
         // The one the log number names stays: an open checks that it exists.
+        var removed = Set<UInt64>()
         for n in emptyWals where n != versions.logNumber && n != walNumber {
             try? fs.removeFile(joinPath(directory, walName(n)))
+            removed.insert(n)
         }
+        // The replayed logs that still matter (not cut back and synced as torn, not removed as
+        // empty, not made obsolete by the log number) are not synced here: like a WAL retired at
+        // a rotation, each is synced by the first durable write, before the record whose mark
+        // vouches for it (SPEC.md §5.1), or never, when a flush makes it obsolete first. An open
+        // of a store closed with unflushed data thus costs no sync of its log.
+        //
+        // Each must end with an end-of-log record, as a log the writer moved on from does: a log
+        // the previous process left without one (it was killed) would otherwise stop the next
+        // recovery from replaying the new log after it, since no durable mark vouches for it
+        // until the first durable write. The record is appended after the valid records (a
+        // killed writer's reserved zeros are cut first), not synced: a power cut that takes it
+        // can only take the new log's non-durable writes along.
+        var unsynced: [(number: UInt64, log: LogWriter)] = []
+        do {
+            for r in replayed where r.number != torn?.number && !removed.contains(r.number) && r.number >= versions.logNumber {
+                let path = joinPath(directory, walName(r.number))
+                let log = LogWriter(file: try fs.openWritable(path, truncate: false), path: path)
+                unsynced.append((r.number, log))
+                if log.size != UInt64(r.validEnd) { try log.file.truncate(to: UInt64(r.validEnd)) }
+                if !r.endsWithEndOfLog { try log.appendEndOfLog() }
+            }
+        } catch {
+            for u in unsynced { try? u.log.close() }
+            try? wal.close()
+            throw error
+        }
+        // With none left to sync, every older log is durable: the first record says so.
+        if unsynced.isEmpty { wal.noteEarlierLogsDurable() }
         return Result(lock: lock, versions: versions, memtables: memtables, lastSequence: lastSequence,
-                      wal: wal, walNumber: walNumber)
+                      wal: wal, walNumber: walNumber, unsyncedLogs: unsynced)
     }
 
-    /// Makes what this open replayed permanent before anything new is logged:
+    /// Makes this open's verdict on a torn log permanent before anything new is logged:
     /// - logs after a torn one hold no durable write (checked by the caller) and are removed,
     ///   first, so that a crash in between leaves the same verdict for the next open;
-    /// - the torn log is cut back to its valid prefix, or the next open would find its torn
-    ///   point again and drop every later log, this open's writes among them;
-    /// - every replayed log is synced: a durable write to the new log carries a mark that says
-    ///   every earlier log is durable (SPEC.md §5.1), which a log the previous process never
-    ///   synced is not.
-    static func settleReplayedLogs(directory: String, fs: any FileSystem, replayed: [UInt64],
+    /// - the torn log is cut back to its valid prefix, ended with an end-of-log record and
+    ///   synced, or the next open would find its torn point again and drop every later log,
+    ///   this open's writes among them.
+    /// The other replayed logs are left to the first durable write (``run``'s `unsyncedLogs`).
+    static func settleReplayedLogs(directory: String, fs: any FileSystem,
                                    torn: (number: UInt64, validEnd: Int)?, discarded: [UInt64]) throws {
         if !discarded.isEmpty {
             for n in discarded { try fs.removeFile(joinPath(directory, walName(n))) }
             try fs.syncDirectory(directory)
         }
-        for n in replayed {
-            let file = try fs.openWritable(joinPath(directory, walName(n)), truncate: false)
-            do {
-                if let torn, torn.number == n { try file.truncate(to: UInt64(torn.validEnd)) }
-                try file.sync()
-                try file.close()
-            } catch {
-                try? file.close()
-                throw error
-            }
+        guard let torn else { return }
+        let path = joinPath(directory, walName(torn.number))
+        let log = LogWriter(file: try fs.openWritable(path, truncate: false), path: path)
+        do {
+            try log.file.truncate(to: UInt64(torn.validEnd))
+            // It ends here now: the new log is replayed after it even before a durable mark
+            // vouches for the older logs (see `unsyncedLogs`).
+            try log.appendEndOfLog()
+            try log.sync()
+            try log.close()
+        } catch {
+            try? log.close()
+            throw error
         }
     }
 

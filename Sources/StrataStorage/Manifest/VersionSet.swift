@@ -17,6 +17,9 @@ final class VersionSet: @unchecked Sendable {
     /// The store format version the manifest records (this build's for a new store).
     private(set) var formatVersion = FormatConstants.storeFormatVersion
     private var manifest: LogWriter?
+    /// Set by ``recover`` to the manifest's size when it ends with a whole record at the file's
+    /// end: an append after it is the next record a reader finds. Nil after a torn or zeroed tail.
+    private var readManifestBytes: UInt64?
     let openReader: @Sendable (SegmentMeta) throws -> SegmentReader
     private let stats: StatisticsCounters
 
@@ -75,7 +78,7 @@ final class VersionSet: @unchecked Sendable {
         let file = try fileSystem.openReadable(path)
         defer { file.close() }
         let reader = LogReader(file: file, path: path, allowsMarks: false)
-        _ = try reader.forEachRecord { record in
+        let outcome = try reader.forEachRecord { record in
             let payload = record.payload, offset = record.offset
             guard let edit = VersionEdit.decode(payload) else {
                 throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "malformed manifest record")
@@ -127,6 +130,7 @@ final class VersionSet: @unchecked Sendable {
         set.current = try Version(keySpaces: [:]).applying(edit) { meta in readers[meta.fileNumber]! }
         set.manifestNumber = number
         set.nextFileNumber = max(set.nextFileNumber, number + 1)
+        if !outcome.droppedTornTail, UInt64(outcome.validEnd) == file.size { set.readManifestBytes = file.size }
         return set
     }
 
@@ -231,6 +235,29 @@ final class VersionSet: @unchecked Sendable {
         manifestNumber = number
         // An older store is now of this format: what is logged from here on may use it.
         formatVersion = FormatConstants.storeFormatVersion
+    }
+
+    /// A manifest is appended to across opens until it reaches this size; the open after that
+    /// starts a new one holding only the live state (LevelDB's `reuse_manifest` bound).
+    static let reuseLimitBytes: UInt64 = 2 << 20
+
+    /// Opens the manifest CURRENT names for appending, as the open's manifest, instead of
+    /// starting a new one: an open then writes no manifest, `CURRENT` or directory entry,
+    /// three syncs fewer (SPEC.md §8). Only a manifest read whole (a record appended after a
+    /// torn or zeroed tail would be unreachable), of this build's format, below
+    /// ``reuseLimitBytes``; false otherwise, and the caller writes a snapshot manifest.
+    func reopenManifestForAppend() throws -> Bool {
+        guard manifest == nil, let readManifestBytes, formatVersion == FormatConstants.storeFormatVersion else { return false }
+        let path = joinPath(directory, Self.manifestName(manifestNumber))
+        let file = try fileSystem.openWritable(path, truncate: false)
+        // Compared with what recovery read, so that a change in between cannot put a record
+        // after bytes no reader accepts.
+        guard file.size < Self.reuseLimitBytes, file.size == readManifestBytes else {
+            try? file.close()
+            return false
+        }
+        manifest = LogWriter(file: file, path: path)
+        return true
     }
 
     /// Appends `edit` (with the counters) to the manifest, syncs it, then makes the result the
