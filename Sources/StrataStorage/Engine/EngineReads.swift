@@ -78,8 +78,14 @@ extension Engine {
             outcome = try segment.reader.get(lookupKey: lookup, hash: hash)
             return outcome != nil
         }
-        guard case let .found(block, offset, count)? = outcome else { return .absent }
-        return ValueLocation(owner: block, bytes: UnsafeRawBufferPointer(rebasing: block.contents[offset..<(offset + count)]))
+        switch outcome {
+        case let .found(block, offset, count)?:
+            return ValueLocation(owner: block, bytes: UnsafeRawBufferPointer(rebasing: block.contents[offset..<(offset + count)]))
+        case let .row(row)?:
+            return ValueLocation(owner: row, bytes: row.value)
+        case .deleted?, nil:
+            return .absent
+        }
     }
 
     /// Whether `key` exists in `keySpace`.

@@ -1,8 +1,21 @@
 import CStrataSupport
 
-/// A sized LRU cache of decoded blocks, shared by all segments of an engine. Sharded by key so
-/// that readers on different threads rarely contend on one lock.
-final class BlockCache: Sendable {
+/// What a ``ShardedCache`` holds: an immutable object with a memory charge.
+protocol CachedObject: AnyObject, Sendable {
+    /// Bytes charged to the cache.
+    var charge: Int { get }
+    /// Where a lookup in the object reads first (a block's restart array), for
+    /// ``ShardedCache/prefetch(_:)``; nil when there is nothing to prefetch beyond the object.
+    var prefetchAddress: UnsafeRawPointer? { get }
+}
+
+/// The decoded data blocks of all segments of an engine, by (segment, block offset).
+typealias BlockCache = ShardedCache<Block>
+
+/// A sized LRU cache shared by all segments of an engine, keyed by two words (a segment and a
+/// block offset, or a segment and a key's hash). Sharded by key so that readers on different
+/// threads rarely contend on one lock.
+final class ShardedCache<Value: CachedObject>: Sendable {
     struct Key: Hashable {
         var segmentId: UInt64
         var offset: UInt64
@@ -10,27 +23,28 @@ final class BlockCache: Sendable {
 
     private struct Entry {
         var key: Key
-        var block: Block? {
-            didSet { (object, restarts) = Self.addresses(of: block) }
+        var value: Value? {
+            didSet { (object, restarts) = Self.addresses(of: value) }
         }
         var prev: Int
         var next: Int
-        /// Where `block`'s object and restart array lie, for ``BlockCache/prefetch(_:)``: read
-        /// from the block itself, they would cost the memory miss the prefetch is meant to hide.
+        /// Where the value's object and its ``CachedObject/prefetchAddress`` lie, for
+        /// ``ShardedCache/prefetch(_:)``: read from the value itself, they would cost the memory
+        /// miss the prefetch is meant to hide.
         private(set) var object: UnsafeRawPointer?
         private(set) var restarts: UnsafeRawPointer?
 
-        init(key: Key, block: Block?, prev: Int, next: Int) {
+        init(key: Key, value: Value?, prev: Int, next: Int) {
             self.key = key
-            self.block = block
+            self.value = value
             self.prev = prev
             self.next = next
-            (object, restarts) = Self.addresses(of: block)
+            (object, restarts) = Self.addresses(of: value)
         }
 
-        private static func addresses(of block: Block?) -> (UnsafeRawPointer?, UnsafeRawPointer?) {
-            guard let block else { return (nil, nil) }
-            return (UnsafeRawPointer(Unmanaged.passUnretained(block).toOpaque()), block.contents.baseAddress! + block.restartsOffset)
+        private static func addresses(of value: Value?) -> (UnsafeRawPointer?, UnsafeRawPointer?) {
+            guard let value else { return (nil, nil) }
+            return (UnsafeRawPointer(Unmanaged.passUnretained(value).toOpaque()), value.prefetchAddress)
         }
     }
 
@@ -108,7 +122,7 @@ final class BlockCache: Sendable {
     /// One LRU list: a slot array with intrusive links; slot 0 is the sentinel.
     private struct Shard {
         var index = KeyIndex()
-        var entries: [Entry] = [Entry(key: Key(segmentId: 0, offset: 0), block: nil, prev: 0, next: 0)]
+        var entries: [Entry] = [Entry(key: Key(segmentId: 0, offset: 0), value: nil, prev: 0, next: 0)]
         var free: [Int] = []
         var usage = 0
         let capacity: Int
@@ -129,63 +143,63 @@ final class BlockCache: Sendable {
             entries[0].next = i
         }
 
-        mutating func get(_ key: Key) -> Block? {
+        mutating func get(_ key: Key) -> Value? {
             guard let i = index.find(key, in: entries) else { return nil }
             unlink(i)
             pushFront(i)
-            return entries[i].block
+            return entries[i].value
         }
 
         func prefetch(_ key: Key) {
             guard let i = index.find(key, in: entries), let object = entries[i].object else { return }
             strata_prefetch(object)
-            strata_prefetch(entries[i].restarts)
+            if let restarts = entries[i].restarts { strata_prefetch(restarts) }
         }
 
-        mutating func insert(_ key: Key, _ block: Block) {
+        mutating func insert(_ key: Key, _ value: Value) {
             if let i = index.find(key, in: entries) {
-                usage -= entries[i].block!.charge
-                entries[i].block = block
-                usage += block.charge
+                usage -= entries[i].value!.charge
+                entries[i].value = value
+                usage += value.charge
                 unlink(i)
                 pushFront(i)
             } else {
                 let i: Int
                 if let f = free.popLast() {
                     i = f
-                    entries[i] = Entry(key: key, block: block, prev: 0, next: 0)
+                    entries[i] = Entry(key: key, value: value, prev: 0, next: 0)
                 } else {
                     i = entries.count
-                    entries.append(Entry(key: key, block: block, prev: 0, next: 0))
+                    entries.append(Entry(key: key, value: value, prev: 0, next: 0))
                 }
                 index.insert(key, position: i, in: entries)
                 pushFront(i)
-                usage += block.charge
+                usage += value.charge
             }
             while usage > capacity, entries[0].prev != 0 {
                 let victim = entries[0].prev
                 unlink(victim)
-                usage -= entries[victim].block!.charge
+                usage -= entries[victim].value!.charge
                 index.remove(entries[victim].key, in: entries)
-                entries[victim].block = nil
+                entries[victim].value = nil
                 free.append(victim)
             }
         }
 
         mutating func removeAll(segmentId: UInt64) {
-            for i in entries.indices.dropFirst() where entries[i].block != nil && entries[i].key.segmentId == segmentId {
+            for i in entries.indices.dropFirst() where entries[i].value != nil && entries[i].key.segmentId == segmentId {
                 unlink(i)
-                usage -= entries[i].block!.charge
+                usage -= entries[i].value!.charge
                 index.remove(entries[i].key, in: entries)
-                entries[i].block = nil
+                entries[i].value = nil
                 free.append(i)
             }
         }
 
-        /// Entries holding a block, for tests: (key, index finds it at its position).
+        /// Entries holding a value, for tests: (key, index finds it at its position).
         func check() -> (live: Int, indexed: Int, allFound: Bool) {
             var live = 0, allFound = true
-            for i in entries.indices.dropFirst() where entries[i].block != nil {
+            for i in entries.indices.dropFirst() where entries[i].value != nil {
                 live += 1
                 if index.find(entries[i].key, in: entries) != i { allFound = false }
             }
@@ -198,7 +212,7 @@ final class BlockCache: Sendable {
         init(capacity: Int) { mutex = LockedValue(Shard(capacity: capacity)) }
     }
 
-    private static let shardCount = 16
+    private static var shardCount: Int { 16 }
     private let shards: [ShardBox]
     let capacityBytes: Int
 
@@ -212,23 +226,23 @@ final class BlockCache: Sendable {
         Int(truncatingIfNeeded: (key.segmentId &* 0x9E37_79B9_7F4A_7C15 ^ (key.offset >> 10)) % UInt64(Self.shardCount))
     }
 
-    func get(_ key: Key) -> Block? {
+    func get(_ key: Key) -> Value? {
         shards[shard(key)].mutex.withLock { $0.get(key) }
     }
 
-    /// Starts loading the cached block for `key`, if any, into the CPU cache: its object (which
-    /// a hit retains) and its restart array (which a lookup reads first). A batched read calls
-    /// this for a group of keys before fetching any of their blocks.
+    /// Starts loading the cached value for `key`, if any, into the CPU cache: its object (which
+    /// a hit retains) and where a lookup in it reads first (a block's restart array). A batched
+    /// read calls this for a group of keys before fetching any of their blocks.
     func prefetch(_ key: Key) {
         shards[shard(key)].mutex.withLock { $0.prefetch(key) }
     }
 
-    func insert(_ key: Key, _ block: Block) {
-        guard block.charge <= capacityBytes / Self.shardCount else { return }
-        shards[shard(key)].mutex.withLock { $0.insert(key, block) }
+    func insert(_ key: Key, _ value: Value) {
+        guard value.charge <= capacityBytes / Self.shardCount else { return }
+        shards[shard(key)].mutex.withLock { $0.insert(key, value) }
     }
 
-    /// Drops the blocks of a segment that is going away.
+    /// Drops the values of a segment that is going away.
     func evict(segmentId: UInt64) {
         for s in shards { s.mutex.withLock { $0.removeAll(segmentId: segmentId) } }
     }
