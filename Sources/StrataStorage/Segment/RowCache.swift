@@ -1,7 +1,7 @@
 /// What segments answered for single keys, by (segment, user key): RocksDB's `row_cache`. A hit
 /// replaces the segment's index search, block cache lookup and block search (2.4 k of the 3.9 k
 /// instructions of a point read, `Benchmarks/RESULTS.md`) with one hash probe. Segments never
-/// change, so an entry never goes stale: it dies with its segment or by LRU eviction.
+/// change, so an entry never goes stale; those of a deleted segment age out by LRU eviction.
 ///
 /// An entry is the newest entry the segment holds for the key, so only reads whose sequence is
 /// at or above the segment's largest one may use it (every read of the latest state; an older
@@ -11,7 +11,7 @@
 /// bitset, as TinyLFU's). A key read once, like most of a random scan of a large table, then
 /// costs one bit instead of an allocation, a copy and an eviction.
 final class RowCache: Sendable {
-    private let rows: ShardedCache<Row>
+    private let rows: ShardedCache
     private let doorkeeper: [LockedValue<Doorkeeper>]
     let capacityBytes: Int
 
@@ -33,8 +33,10 @@ final class RowCache: Sendable {
     /// The cached answer of segment `segmentId` for `key` (whose ``BloomFilter/hash(_:)`` is
     /// `hash`), if any.
     func get(segmentId: UInt64, key: UnsafeRawBufferPointer, hash: UInt64) -> Row? {
-        guard let row = rows.get(ShardedCache<Row>.Key(segmentId: segmentId, offset: hash)), row.holds(key) else { return nil }
-        return row
+        // Only rows are inserted.
+        guard let found = rows.get(ShardedCache.Key(segmentId: segmentId, offset: hash)) else { return nil }
+        let row = unsafeDowncast(found, to: Row.self)
+        return row.holds(key) ? row : nil
     }
 
     /// Offers what segment `segmentId` answered for `key`: a value (`value` non-nil) or a
@@ -44,11 +46,8 @@ final class RowCache: Sendable {
         let mixed = hash ^ (segmentId &* 0x9E37_79B9_7F4A_7C15)
         let shard = Int(truncatingIfNeeded: (mixed >> 59) & UInt64(Self.doorkeeperShards - 1))
         guard doorkeeper[shard].withLock({ $0.admits(mixed) }) else { return }
-        rows.insert(ShardedCache<Row>.Key(segmentId: segmentId, offset: hash), Row.make(key: key, value: value))
+        rows.insert(ShardedCache.Key(segmentId: segmentId, offset: hash), Row.make(key: key, value: value))
     }
-
-    /// Drops the rows of a segment that is going away.
-    func evict(segmentId: UInt64) { rows.evict(segmentId: segmentId) }
 
     var usageBytes: Int { rows.usageBytes }
 

@@ -67,7 +67,8 @@ final class SegmentReader: @unchecked Sendable {
     func deleteFile() {
         file.close()
         cache.evict(segmentId: fileNumber)
-        rows?.evict(segmentId: fileNumber)
+        // Its rows are left to age out of the row cache: no read finds them again, and walking
+        // every row of the cache at each compaction's deletions held its locks for milliseconds.
         try? fileSystem?.removeFile(path)
     }
 
