@@ -50,8 +50,6 @@ public final class Engine: @unchecked Sendable {
     private let prefixFilterSuffixBytes = LockedValue<[UInt32: Int]>([:])
     let stats = StatisticsCounters()
     let cache: BlockCache
-    /// nil when ``EngineOptions/rowCacheBytes`` is 0.
-    let rowCache: RowCache?
     let snapshots = SnapshotList()
     let flushQueue = DispatchQueue(label: "strata.flush")
     let compactionQueue = DispatchQueue(label: "strata.compaction")
@@ -131,8 +129,7 @@ public final class Engine: @unchecked Sendable {
         fileSystem = options.fileSystem
         layout = options.segmentLayout
         cache = BlockCache(capacityBytes: max(1 << 20, options.blockCacheBytes))
-        rowCache = options.rowCacheBytes > 0 ? RowCache(capacityBytes: options.rowCacheBytes) : nil
-        let recovered = try Recovery.run(directory: directory, options: options, stats: stats, cache: cache, rows: rowCache)
+        let recovered = try Recovery.run(directory: directory, options: options, stats: stats, cache: cache)
         fileLock = recovered.lock
         versions = recovered.versions
         memtables = recovered.memtables

@@ -54,15 +54,9 @@ extension Engine {
                     }
                     let lookup = Self.lookupKey(key, sequence: sequence, in: lookupBuffers, slot: slot, stride: stride)
                     try view.version.candidates(for: key, in: keySpace.id) { segment in
-                        switch try segment.reader.probe(lookupKey: lookup, hash: hash) {
-                        case nil:
-                            return false
-                        case let .row(row)?:
-                            if !row.isDeletion { found[slot] = ValueLocation(owner: row, bytes: row.value) }
-                        case let .block(handle)?:
-                            segment.reader.prefetchCached(handle)
-                            pending[slot] = PendingRead(reader: segment.reader, handle: handle, hash: hash, lookup: lookup)
-                        }
+                        guard let handle = try segment.reader.blockHandle(lookupKey: lookup, hash: hash) else { return false }
+                        segment.reader.prefetchCached(handle)
+                        pending[slot] = PendingRead(reader: segment.reader, handle: handle, hash: hash, lookup: lookup)
                         return true
                     }
                 }
@@ -77,13 +71,9 @@ extension Engine {
                 for i in start..<end {
                     let slot = i - start
                     guard let p = pending[slot], let block = p.block else { continue }
-                    let answer = try p.reader.lookup(p.lookup, in: block)
-                    p.reader.offerRow(lookupKey: p.lookup, hash: p.hash, answer)
-                    switch answer {
+                    switch try p.reader.lookup(p.lookup, in: block) {
                     case let .found(b, offset, count)?:
                         found[slot] = ValueLocation(owner: b, bytes: UnsafeRawBufferPointer(rebasing: b.contents[offset..<(offset + count)]))
-                    case let .row(row)?:
-                        found[slot] = ValueLocation(owner: row, bytes: row.value)
                     case .deleted?:
                         break
                     case nil:

@@ -31,10 +31,6 @@ public struct EngineOptions: Sendable {
     public var memtableBytes = 4 << 20
     /// Size of the LRU cache of decoded blocks.
     public var blockCacheBytes = 64 << 20
-    /// Size of the row cache: what segments answered for single keys read more than once, so
-    /// that reading such a key again skips the segment's index and block search (RocksDB's
-    /// `row_cache`; SPEC.md §10). 0 turns it off. Keys and values above a few KiB are not cached.
-    public var rowCacheBytes = 8 << 20
     /// Target size of a data block before compression. 2 KiB by measurement (SPEC.md §6.1):
     /// random point reads ran 20% faster than with 4 KiB, for 5% more space on disk.
     public var blockBytes = 2048

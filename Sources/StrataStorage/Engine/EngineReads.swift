@@ -78,14 +78,8 @@ extension Engine {
             outcome = try segment.reader.get(lookupKey: lookup, hash: hash)
             return outcome != nil
         }
-        switch outcome {
-        case let .found(block, offset, count)?:
-            return ValueLocation(owner: block, bytes: UnsafeRawBufferPointer(rebasing: block.contents[offset..<(offset + count)]))
-        case let .row(row)?:
-            return ValueLocation(owner: row, bytes: row.value)
-        case .deleted?, nil:
-            return .absent
-        }
+        guard case let .found(block, offset, count)? = outcome else { return .absent }
+        return ValueLocation(owner: block, bytes: UnsafeRawBufferPointer(rebasing: block.contents[offset..<(offset + count)]))
     }
 
     /// Whether `key` exists in `keySpace`.

@@ -55,8 +55,7 @@ enum Recovery {
     static func walName(_ n: UInt64) -> String { String(n).leftPadded(to: 6) + FormatConstants.walSuffix }
     static func segmentName(_ n: UInt64) -> String { String(n).leftPadded(to: 6) + FormatConstants.segmentSuffix }
 
-    static func run(directory: String, options: EngineOptions, stats: StatisticsCounters, cache: BlockCache,
-                    rows: RowCache?) throws -> Result {
+    static func run(directory: String, options: EngineOptions, stats: StatisticsCounters, cache: BlockCache) throws -> Result {
         let fs = options.fileSystem
         if !fs.directoryExists(directory) {
             guard options.createIfMissing, !options.readOnly else { throw StorageError.notAStore(path: directory) }
@@ -75,7 +74,7 @@ enum Recovery {
         }
         let lock = try fs.lockFile(joinPath(directory, FormatConstants.lockFileName), shared: options.readOnly)
         do {
-            return try recoverLocked(directory: directory, options: options, stats: stats, cache: cache, rows: rows, lock: lock)
+            return try recoverLocked(directory: directory, options: options, stats: stats, cache: cache, lock: lock)
         } catch {
             lock.release()
             throw error
@@ -83,15 +82,14 @@ enum Recovery {
     }
 
     private static func recoverLocked(directory: String, options: EngineOptions, stats: StatisticsCounters,
-                                      cache: BlockCache, rows: RowCache?, lock: any FileLock) throws -> Result {
+                                      cache: BlockCache, lock: any FileLock) throws -> Result {
         let fs = options.fileSystem
         let openReader: @Sendable (SegmentMeta) throws -> SegmentReader = { meta in
             let path = joinPath(directory, segmentName(meta.fileNumber))
             guard fs.fileExists(path) else {
                 throw StorageError.corruption(file: path, offset: 0, reason: "live segment file is missing")
             }
-            let reader = try SegmentReader.open(fileSystem: fs, path: path, fileNumber: meta.fileNumber, cache: cache, rows: rows,
-                                                stats: stats)
+            let reader = try SegmentReader.open(fileSystem: fs, path: path, fileNumber: meta.fileNumber, cache: cache, stats: stats)
             // Size, key space and key range together: a segment file swapped for another one
             // (a restored backup, a copy gone wrong) is refused instead of answering for it.
             guard reader.fileSize == meta.fileSize, reader.properties.keySpaceId == meta.keySpaceId,

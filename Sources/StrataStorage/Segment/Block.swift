@@ -1,6 +1,6 @@
 /// The decoded (uncompressed, checksum-verified) contents of one block, owned in its own memory so
 /// the block cache can hand it to many readers at once. Immutable after init.
-final class Block: CachedObject, @unchecked Sendable {
+final class Block: @unchecked Sendable {
     let storage: UnsafeMutableRawBufferPointer
     /// Entries and restart array.
     let contents: UnsafeRawBufferPointer
@@ -45,9 +45,6 @@ final class Block: CachedObject, @unchecked Sendable {
 
     /// Bytes charged to the block cache.
     var charge: Int { storage.count + 128 }
-
-    /// The restart array, which a lookup reads first.
-    var prefetchAddress: UnsafeRawPointer? { contents.baseAddress.map { $0 + restartsOffset } }
 
     @inline(__always) func restartPoint(_ i: Int) -> Int {
         Int(loadFixed32(contents, restartsOffset + i * 4))

@@ -13,16 +13,14 @@ final class SegmentReader: @unchecked Sendable {
     let indexPrefixes: IndexKeyPrefixes?
     private let filter: [UInt8]
     private let cache: BlockCache
-    /// The engine's row cache; nil for readers outside an engine (verifier, fuzzers).
-    private let rows: RowCache?
     private let stats: StatisticsCounters
     private var fileSystem: (any FileSystem)?
 
     static func open(fileSystem: any FileSystem, path: String, fileNumber: UInt64, cache: BlockCache,
-                     rows: RowCache? = nil, stats: StatisticsCounters) throws -> SegmentReader {
+                     stats: StatisticsCounters) throws -> SegmentReader {
         let file = try fileSystem.openImmutable(path)
         do {
-            let reader = try SegmentReader(file: file, path: path, fileNumber: fileNumber, cache: cache, rows: rows, stats: stats)
+            let reader = try SegmentReader(file: file, path: path, fileNumber: fileNumber, cache: cache, stats: stats)
             reader.fileSystem = fileSystem
             return reader
         } catch {
@@ -31,13 +29,11 @@ final class SegmentReader: @unchecked Sendable {
         }
     }
 
-    private init(file: any ReadableFile, path: String, fileNumber: UInt64, cache: BlockCache, rows: RowCache?,
-                 stats: StatisticsCounters) throws {
+    private init(file: any ReadableFile, path: String, fileNumber: UInt64, cache: BlockCache, stats: StatisticsCounters) throws {
         self.file = file
         self.path = path
         self.fileNumber = fileNumber
         self.cache = cache
-        self.rows = rows
         self.stats = stats
         let fileSize = file.size
         self.fileSize = fileSize
@@ -67,8 +63,6 @@ final class SegmentReader: @unchecked Sendable {
     func deleteFile() {
         file.close()
         cache.evict(segmentId: fileNumber)
-        // Its rows are left to age out of the row cache: no read finds them again, and walking
-        // every row of the cache at each compaction's deletions held its locks for milliseconds.
         try? fileSystem?.removeFile(path)
     }
 
@@ -180,56 +174,17 @@ final class SegmentReader: @unchecked Sendable {
     /// The newest entry for `userKey` at or below the lookup key's sequence.
     /// `lookupKey` is the internal key (userKey, seekTrailer(sequence)).
     func get(lookupKey: UnsafeRawBufferPointer, hash: UInt64) throws -> SegmentLookup? {
-        switch try probe(lookupKey: lookupKey, hash: hash) {
-        case nil: return nil
-        case let .row(row)?: return row.isDeletion ? .deleted : .row(row)
-        case let .block(handle)?:
-            let found = try lookup(lookupKey, in: try dataBlock(handle))
-            offerRow(lookupKey: lookupKey, hash: hash, found)
-            return found
-        }
+        guard let handle = try blockHandle(lookupKey: lookupKey, hash: hash) else { return nil }
+        return try lookup(lookupKey, in: try dataBlock(handle))
     }
 
-    /// Where the first half of a lookup ends: the row cache's answer, or the data block to search.
-    enum Probe {
-        case row(Row)
-        case block(BlockHandle)
-    }
-
-    /// The first half of ``get(lookupKey:hash:)``, for batched reads that fetch the blocks of many
-    /// keys before searching any: nil when the bloom filter or the index rules this segment out;
-    /// the row cache's answer when it has one the lookup may use; else the data block that may
-    /// hold the key.
-    func probe(lookupKey: UnsafeRawBufferPointer, hash: UInt64) throws -> Probe? {
+    /// The data block that may hold the lookup key: nil when the bloom filter or the index rules
+    /// this segment out. The first half of ``get(lookupKey:hash:)``, for batched reads that fetch
+    /// the blocks of many keys before searching any.
+    func blockHandle(lookupKey: UnsafeRawBufferPointer, hash: UInt64) throws -> BlockHandle? {
         guard mayContain(hash: hash) else { return nil }
-        if let rows, usesRows(lookupKey), let row = rows.get(segmentId: fileNumber, key: InternalKey.userKey(lookupKey), hash: hash) {
-            return .row(row)
-        }
         guard let position = index.indexPosition(lookupKey, prefixes: indexPrefixes) else { throw indexCorruption }
-        return position < index.restartCount ? .block(try blockHandle(atIndexEntry: position)) : nil
-    }
-
-    /// Whether a lookup may use the row cache: its sequence is at or above every entry of this
-    /// segment, so that the segment's answer is its newest entry for the key, whatever the
-    /// sequence (the answer a row holds).
-    @inline(__always) private func usesRows(_ lookupKey: UnsafeRawBufferPointer) -> Bool {
-        InternalKey.trailer(lookupKey) >> 8 >= properties.maxSequence
-    }
-
-    /// Offers a lookup's answer from a data block to the row cache (which admits keys read
-    /// more than once). Call with what ``lookup(_:in:)`` returned.
-    func offerRow(lookupKey: UnsafeRawBufferPointer, hash: UInt64, _ found: SegmentLookup?) {
-        guard let rows, let found, usesRows(lookupKey) else { return }
-        let key = InternalKey.userKey(lookupKey)
-        switch found {
-        case let .found(block, offset, count):
-            rows.offer(segmentId: fileNumber, key: key, hash: hash,
-                       value: UnsafeRawBufferPointer(rebasing: block.contents[offset..<(offset + count)]))
-        case .deleted:
-            rows.offer(segmentId: fileNumber, key: key, hash: hash, value: nil)
-        case .row:
-            break
-        }
+        return position < index.restartCount ? try blockHandle(atIndexEntry: position) : nil
     }
 
     /// The data block that index entry `position` names (every index entry is a restart point).
@@ -273,10 +228,8 @@ final class SegmentReader: @unchecked Sendable {
     }
 }
 
-/// A point-lookup hit in a segment: the value lies at `offset..<offset+count` of the block, or
-/// is a row cache entry's.
+/// A point-lookup hit in a segment: the value lies at `offset..<offset+count` of the block.
 enum SegmentLookup {
     case found(Block, Int, Int)
-    case row(Row)
     case deleted
 }

@@ -1,21 +1,8 @@
 import CStrataSupport
 
-/// What a ``ShardedCache`` holds: an immutable object with a memory charge.
-protocol CachedObject: AnyObject, Sendable {
-    /// Bytes charged to the cache.
-    var charge: Int { get }
-    /// Where a lookup in the object reads first (a block's restart array), for
-    /// ``ShardedCache/prefetch(_:)``; nil when there is nothing to prefetch beyond the object.
-    var prefetchAddress: UnsafeRawPointer? { get }
-}
-
-/// A sized LRU cache shared by all segments of an engine, keyed by two words (a segment and a
-/// block offset, or a segment and a key's hash). Sharded by key so that readers on different
-/// threads rarely contend on one lock. Not generic: a generic cache was not fully specialised,
-/// and its runtime metadata lookups and unspecialised key comparisons made every point read
-/// slower (measured: a third of a unique-index lookup). ``BlockCache`` and ``RowCache`` give it
-/// their value types.
-final class ShardedCache: Sendable {
+/// A sized LRU cache of decoded blocks, shared by all segments of an engine. Sharded by key so
+/// that readers on different threads rarely contend on one lock.
+final class BlockCache: Sendable {
     struct Key: Hashable {
         var segmentId: UInt64
         var offset: UInt64
@@ -23,28 +10,27 @@ final class ShardedCache: Sendable {
 
     private struct Entry {
         var key: Key
-        private(set) var value: AnyObject?
-        private(set) var charge = 0
+        var block: Block? {
+            didSet { (object, restarts) = Self.addresses(of: block) }
+        }
         var prev: Int
         var next: Int
-        /// Where the value's object and its ``CachedObject/prefetchAddress`` lie, for
-        /// ``ShardedCache/prefetch(_:)``: read from the value itself, they would cost the memory
-        /// miss the prefetch is meant to hide.
+        /// Where `block`'s object and restart array lie, for ``BlockCache/prefetch(_:)``: read
+        /// from the block itself, they would cost the memory miss the prefetch is meant to hide.
         private(set) var object: UnsafeRawPointer?
         private(set) var restarts: UnsafeRawPointer?
 
-        init(key: Key, value: (any CachedObject)?, prev: Int, next: Int) {
+        init(key: Key, block: Block?, prev: Int, next: Int) {
             self.key = key
+            self.block = block
             self.prev = prev
             self.next = next
-            set(value)
+            (object, restarts) = Self.addresses(of: block)
         }
 
-        mutating func set(_ newValue: (any CachedObject)?) {
-            value = newValue
-            charge = newValue?.charge ?? 0
-            object = newValue.map { UnsafeRawPointer(Unmanaged.passUnretained($0 as AnyObject).toOpaque()) }
-            restarts = newValue?.prefetchAddress
+        private static func addresses(of block: Block?) -> (UnsafeRawPointer?, UnsafeRawPointer?) {
+            guard let block else { return (nil, nil) }
+            return (UnsafeRawPointer(Unmanaged.passUnretained(block).toOpaque()), block.contents.baseAddress! + block.restartsOffset)
         }
     }
 
@@ -122,7 +108,7 @@ final class ShardedCache: Sendable {
     /// One LRU list: a slot array with intrusive links; slot 0 is the sentinel.
     private struct Shard {
         var index = KeyIndex()
-        var entries: [Entry] = [Entry(key: Key(segmentId: 0, offset: 0), value: nil, prev: 0, next: 0)]
+        var entries: [Entry] = [Entry(key: Key(segmentId: 0, offset: 0), block: nil, prev: 0, next: 0)]
         var free: [Int] = []
         var usage = 0
         let capacity: Int
@@ -143,63 +129,63 @@ final class ShardedCache: Sendable {
             entries[0].next = i
         }
 
-        mutating func get(_ key: Key) -> AnyObject? {
+        mutating func get(_ key: Key) -> Block? {
             guard let i = index.find(key, in: entries) else { return nil }
             unlink(i)
             pushFront(i)
-            return entries[i].value
+            return entries[i].block
         }
 
         func prefetch(_ key: Key) {
             guard let i = index.find(key, in: entries), let object = entries[i].object else { return }
             strata_prefetch(object)
-            if let restarts = entries[i].restarts { strata_prefetch(restarts) }
+            strata_prefetch(entries[i].restarts)
         }
 
-        mutating func insert(_ key: Key, _ value: any CachedObject) {
+        mutating func insert(_ key: Key, _ block: Block) {
             if let i = index.find(key, in: entries) {
-                usage -= entries[i].charge
-                entries[i].set(value)
-                usage += entries[i].charge
+                usage -= entries[i].block!.charge
+                entries[i].block = block
+                usage += block.charge
                 unlink(i)
                 pushFront(i)
             } else {
                 let i: Int
                 if let f = free.popLast() {
                     i = f
-                    entries[i] = Entry(key: key, value: value, prev: 0, next: 0)
+                    entries[i] = Entry(key: key, block: block, prev: 0, next: 0)
                 } else {
                     i = entries.count
-                    entries.append(Entry(key: key, value: value, prev: 0, next: 0))
+                    entries.append(Entry(key: key, block: block, prev: 0, next: 0))
                 }
                 index.insert(key, position: i, in: entries)
                 pushFront(i)
-                usage += entries[i].charge
+                usage += block.charge
             }
             while usage > capacity, entries[0].prev != 0 {
                 let victim = entries[0].prev
                 unlink(victim)
-                usage -= entries[victim].charge
+                usage -= entries[victim].block!.charge
                 index.remove(entries[victim].key, in: entries)
-                entries[victim].set(nil)
+                entries[victim].block = nil
                 free.append(victim)
             }
         }
 
         mutating func removeAll(segmentId: UInt64) {
-            for i in entries.indices.dropFirst() where entries[i].value != nil && entries[i].key.segmentId == segmentId {
+            for i in entries.indices.dropFirst() where entries[i].block != nil && entries[i].key.segmentId == segmentId {
                 unlink(i)
-                usage -= entries[i].charge
+                usage -= entries[i].block!.charge
                 index.remove(entries[i].key, in: entries)
-                entries[i].set(nil)
+                entries[i].block = nil
                 free.append(i)
             }
         }
 
-        /// Entries holding a value, for tests: (key, index finds it at its position).
+        /// Entries holding a block, for tests: (key, index finds it at its position).
         func check() -> (live: Int, indexed: Int, allFound: Bool) {
             var live = 0, allFound = true
-            for i in entries.indices.dropFirst() where entries[i].value != nil {
+            for i in entries.indices.dropFirst() where entries[i].block != nil {
                 live += 1
                 if index.find(entries[i].key, in: entries) != i { allFound = false }
             }
@@ -226,23 +212,23 @@ final class ShardedCache: Sendable {
         Int(truncatingIfNeeded: (key.segmentId &* 0x9E37_79B9_7F4A_7C15 ^ (key.offset >> 10)) % UInt64(Self.shardCount))
     }
 
-    func get(_ key: Key) -> AnyObject? {
+    func get(_ key: Key) -> Block? {
         shards[shard(key)].mutex.withLock { $0.get(key) }
     }
 
-    /// Starts loading the cached value for `key`, if any, into the CPU cache: its object (which
-    /// a hit retains) and where a lookup in it reads first (a block's restart array). A batched
-    /// read calls this for a group of keys before fetching any of their blocks.
+    /// Starts loading the cached block for `key`, if any, into the CPU cache: its object (which
+    /// a hit retains) and its restart array (which a lookup reads first). A batched read calls
+    /// this for a group of keys before fetching any of their blocks.
     func prefetch(_ key: Key) {
         shards[shard(key)].mutex.withLock { $0.prefetch(key) }
     }
 
-    func insert(_ key: Key, _ value: any CachedObject) {
-        guard value.charge <= capacityBytes / Self.shardCount else { return }
-        shards[shard(key)].mutex.withLock { $0.insert(key, value) }
+    func insert(_ key: Key, _ block: Block) {
+        guard block.charge <= capacityBytes / Self.shardCount else { return }
+        shards[shard(key)].mutex.withLock { $0.insert(key, block) }
     }
 
-    /// Drops the values of a segment that is going away.
+    /// Drops the blocks of a segment that is going away.
     func evict(segmentId: UInt64) {
         for s in shards { s.mutex.withLock { $0.removeAll(segmentId: segmentId) } }
     }
@@ -254,34 +240,4 @@ final class ShardedCache: Sendable {
     var isConsistent: Bool {
         shards.allSatisfy { s in s.mutex.withLock { let c = $0.check(); return c.allFound && c.live == c.indexed } }
     }
-}
-
-/// The decoded data blocks of all segments of an engine, by (segment, block offset).
-final class BlockCache: Sendable {
-    typealias Key = ShardedCache.Key
-    private let blocks: ShardedCache
-
-    init(capacityBytes: Int) { blocks = ShardedCache(capacityBytes: capacityBytes) }
-
-    var capacityBytes: Int { blocks.capacityBytes }
-
-    @inline(__always) func get(_ key: Key) -> Block? {
-        // Only blocks are inserted.
-        blocks.get(key).map { unsafeDowncast($0, to: Block.self) }
-    }
-
-    func insert(_ key: Key, _ block: Block) { blocks.insert(key, block) }
-
-    /// Starts loading the cached block for `key`, if any, into the CPU cache: its object (which
-    /// a hit retains) and its restart array (which a lookup reads first).
-    func prefetch(_ key: Key) { blocks.prefetch(key) }
-
-    /// Drops the blocks of a segment that is going away.
-    func evict(segmentId: UInt64) { blocks.evict(segmentId: segmentId) }
-
-    var usageBytes: Int { blocks.usageBytes }
-
-    /// For tests: whether every cached block is found through the index and nothing else is
-    /// indexed.
-    var isConsistent: Bool { blocks.isConsistent }
 }
