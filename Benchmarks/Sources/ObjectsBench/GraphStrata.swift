@@ -203,9 +203,19 @@ struct StrataGraph: GraphSystem {
 
     @inline(never)
     mutating func reopen() throws -> Int {
+        // STRATA_BENCH_REOPEN_SPLIT=1 prints how the phase divides between the close (which
+        // waits for a running flush or compaction) and the open.
+        let start = DispatchTime.now().uptimeNanoseconds
         store.close()
+        let closed = DispatchTime.now().uptimeNanoseconds
         store = try Store(directoryPath: directory, options: BenchDurability.current.strataOptions)
-        return try store.box(for: GOrder.self).count()
+        let count = try store.box(for: GOrder.self).count()
+        if ProcessInfo.processInfo.environment["STRATA_BENCH_REOPEN_SPLIT"] == "1" {
+            let end = DispatchTime.now().uptimeNanoseconds
+            FileHandle.standardError.write(String(format: "reopen: close %.2f ms, open and count %.2f ms\n",
+                                                  Double(closed - start) / 1e6, Double(end - closed) / 1e6).data(using: .utf8)!)
+        }
+        return count
     }
 
     func close() { store.close() }
