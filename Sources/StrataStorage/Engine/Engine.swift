@@ -92,6 +92,9 @@ public final class Engine: @unchecked Sendable {
     /// write outlives a non-durable one logged before it), unless a flush made them obsolete
     /// first; most rotations then cost no `fdatasync` at all. Guarded by `commitLock`.
     @exclusivity(unchecked) var retiredWals: [(number: UInt64, log: LogWriter)] = []
+    /// Whether the active WAL's directory entry may not be durable yet (an open left its sync to
+    /// the first durable write, SPEC.md §8). Guarded by `commitLock`.
+    @exclusivity(unchecked) var walEntryNeedsSync = false
     /// The commit leader's buffer for WAL records (used by one leader at a time).
     @exclusivity(unchecked) var walScratch = ByteWriter(capacity: 64 << 10)
     var keySpacesByName: [String: KeySpace] = [:]
@@ -138,6 +141,7 @@ public final class Engine: @unchecked Sendable {
         wal = recovered.wal
         walNumber = recovered.walNumber
         retiredWals = recovered.unsyncedLogs
+        walEntryNeedsSync = recovered.walEntryNeedsSync
         for ks in versions.keySpaces { keySpacesByName[ks.name] = ks }
         viewBox = LockedValue(ReadView(memtables: recovered.memtables, immutables: nil, version: recovered.versions.current))
         memtableList = Array(recovered.memtables.values)

@@ -117,6 +117,8 @@ extension Engine {
         let tables = memtablesById
         let retired = needsSync ? retiredWals : []
         if needsSync { retiredWals = [] }
+        let syncEntry = needsSync && walEntryNeedsSync
+        if syncEntry { walEntryNeedsSync = false }
         commitLock.unlock()
 
         var failure: Error?
@@ -125,6 +127,13 @@ extension Engine {
         var stopsWrites = false
         let sizeBefore = log.size
         do {
+            if syncEntry {
+                // The WAL's directory entry first: a synced WAL whose name a power cut takes
+                // loses the durable write all the same.
+                stopsWrites = true
+                try fileSystem.syncDirectory(directory)
+                stopsWrites = false
+            }
             for r in retired {
                 stopsWrites = true
                 try r.log.sync()
@@ -184,6 +193,7 @@ extension Engine {
             // Sequence numbers of a failed group are skipped, never reused.
             walNeedsRotation = true
             retiredWals.insert(contentsOf: retired, at: 0)
+            if syncEntry { walEntryNeedsSync = true }
             if stopsWrites, writesStopped == nil {
                 writesStopped = .writesStopped(reason: "the write-ahead log could not be made durable: \(failure!)")
             }
@@ -291,6 +301,8 @@ extension Engine {
         var carryMark = wal?.markPending == true
         do {
             try fileSystem.syncDirectory(directory)
+            // That sync made the new WAL's entry durable (the old one's too).
+            walEntryNeedsSync = false
             // The old log says it ends here, so that recovery knows nothing of it is missing
             // before it replays the new one (SPEC.md §5.2).
             try wal?.appendEndOfLog()

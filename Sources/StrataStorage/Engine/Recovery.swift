@@ -15,6 +15,8 @@ enum Recovery {
         /// Replayed logs this open did not sync: the engine's first durable write syncs them
         /// first, unless a flush makes them obsolete (they join ``Engine/retiredWals``).
         var unsyncedLogs: [(number: UInt64, log: LogWriter)] = []
+        /// Whether the new WAL's directory entry is not yet durable.
+        var walEntryNeedsSync = false
     }
 
     /// What a file name in the store directory is.
@@ -211,10 +213,15 @@ enum Recovery {
         let walNumber = versions.newFileNumber()
         let walPath = joinPath(directory, walName(walNumber))
         let wal = LogWriter(file: try fs.openLog(walPath), path: walPath)
-        // The new WAL's directory entry is durable before any manifest record names it.
-        try fs.syncDirectory(directory)
-        if memtables.values.allSatisfy(\.isEmpty) {
-            // No older WAL holds unflushed data: the new one is where the log starts.
+        // The new WAL's directory entry must be durable before any manifest record names it and
+        // before any durable write to it. A record naming it is logged now only when no older
+        // WAL holds unflushed data (the new one is then where the log starts); otherwise the
+        // directory sync is left to the first durable write (`Engine.walEntryNeedsSync`), and a
+        // flush's record names a WAL started later, whose rotation syncs the directory. An open
+        // of a store closed with unflushed writes thus makes no sync at all (SPEC.md §8).
+        let logStartsHere = memtables.values.allSatisfy(\.isEmpty)
+        if logStartsHere {
+            try fs.syncDirectory(directory)
             try versions.setLogNumber(walNumber)
         }
 
@@ -254,7 +261,7 @@ enum Recovery {
         // With none left to sync, every older log is durable: the first record says so.
         if unsynced.isEmpty { wal.noteEarlierLogsDurable() }
         return Result(lock: lock, versions: versions, memtables: memtables, lastSequence: lastSequence,
-                      wal: wal, walNumber: walNumber, unsyncedLogs: unsynced)
+                      wal: wal, walNumber: walNumber, unsyncedLogs: unsynced, walEntryNeedsSync: !logStartsHere)
     }
 
     /// Makes this open's verdict on a torn log permanent before anything new is logged:
