@@ -247,11 +247,8 @@ enum Recovery {
         var unsynced: [(number: UInt64, log: LogWriter)] = []
         do {
             for r in replayed where r.number != torn?.number && !removed.contains(r.number) && r.number >= versions.logNumber {
-                let path = joinPath(directory, walName(r.number))
-                let log = LogWriter(file: try fs.openWritable(path, truncate: false), path: path)
-                unsynced.append((r.number, log))
-                if log.size != UInt64(r.validEnd) { try log.file.truncate(to: UInt64(r.validEnd)) }
-                if !r.endsWithEndOfLog { try log.appendEndOfLog() }
+                unsynced.append((r.number, try endReplayedLog(r.number, validEnd: r.validEnd, endsWithEndOfLog: r.endsWithEndOfLog,
+                                                              directory: directory, fs: fs)))
             }
         } catch {
             for u in unsynced { try? u.log.close() }
@@ -278,19 +275,33 @@ enum Recovery {
             try fs.syncDirectory(directory)
         }
         guard let torn else { return }
-        let path = joinPath(directory, walName(torn.number))
-        let log = LogWriter(file: try fs.openWritable(path, truncate: false), path: path)
+        // It ends here now: the new log is replayed after it even before a durable mark vouches
+        // for the older logs (see `unsyncedLogs`).
+        let log = try endReplayedLog(torn.number, validEnd: torn.validEnd, endsWithEndOfLog: false, directory: directory, fs: fs)
         do {
-            try log.file.truncate(to: UInt64(torn.validEnd))
-            // It ends here now: the new log is replayed after it even before a durable mark
-            // vouches for the older logs (see `unsyncedLogs`).
-            try log.appendEndOfLog()
             try log.sync()
             try log.close()
         } catch {
             try? log.close()
             throw error
         }
+    }
+
+    /// Opens replayed log `number` for appending, cut back to its valid records (a torn tail, or
+    /// a killed writer's reserved zeros) and ended with an end-of-log record unless its last
+    /// record is one. Not synced.
+    private static func endReplayedLog(_ number: UInt64, validEnd: Int, endsWithEndOfLog: Bool, directory: String,
+                                       fs: any FileSystem) throws -> LogWriter {
+        let path = joinPath(directory, walName(number))
+        let log = LogWriter(file: try fs.openWritable(path, truncate: false), path: path)
+        do {
+            if log.size != UInt64(validEnd) { try log.file.truncate(to: UInt64(validEnd)) }
+            if !endsWithEndOfLog { try log.appendEndOfLog() }
+        } catch {
+            try? log.close()
+            throw error
+        }
+        return log
     }
 
     /// Records of a WAL longer than this are not records (the batch limit, its sequence number
