@@ -153,6 +153,35 @@ final class EntityIndexes: Sendable {
         }
     }
 
+    /// Whether the stored object's value for index `position` encodes to `value`: the check
+    /// that an entry's holder still holds its value. Encodes that one value into `scratch`
+    /// (kept by the caller, so that a repeated check allocates nothing).
+    func holds(_ bytes: UnsafeRawBufferPointer, position: Int, value: UnsafeRawBufferPointer, scratch: inout [UInt8]) throws -> Bool {
+        if composite != nil {
+            var values = IndexValues()
+            try read(bytes, into: &values)
+            return values.withValue(position) { compareBytes($0, value) == 0 }
+        }
+        scratch.removeAll(keepingCapacity: true)
+        var seen = false
+        try fieldMap.withUnsafeBufferPointer { map in
+            var reader = try ObjectReader(bytes: bytes, fieldMap: map)
+            while let i = try reader.nextField() {
+                // Other indexed fields are read (to step over them) but not encoded.
+                let field = try FieldView.read(properties[i].type, from: &reader)
+                guard i == position else { continue }
+                seen = true
+                if properties[i].caseInsensitive, case let .bytes(raw) = field {
+                    IndexKey.encodeFolded(raw, into: &scratch)
+                } else {
+                    IndexKey.encode(field, into: &scratch)
+                }
+            }
+        }
+        if !seen { scratch.append(contentsOf: properties[position].defaultValue) }
+        return scratch.withUnsafeBytes { compareBytes($0, value) == 0 }
+    }
+
     /// ``read(_:into:)`` for an entity with a composite index: each field some index reads is
     /// encoded once, then each index's value is assembled from its components.
     private func read(_ bytes: UnsafeRawBufferPointer, into values: inout IndexValues, _ layout: CompositeLayout) throws {

@@ -97,6 +97,12 @@ enum IndexKey {
 
     static func encode(_ v: QueryValue) -> [UInt8] {
         var out: [UInt8] = []
+        encode(v, into: &out)
+        return out
+    }
+
+    /// Appends the encoding of `v` to `out`.
+    static func encode(_ v: QueryValue, into out: inout [UInt8]) {
         switch v {
         case .null: encode(FieldView.null, into: &out)
         case let .int(x): encode(FieldView.int(x), into: &out)
@@ -104,7 +110,6 @@ enum IndexKey {
         case let .double(x): encode(FieldView.double(x), into: &out)
         case let .bytes(b): b.withUnsafeBytes { encode(FieldView.bytes($0), into: &out) }
         }
-        return out
     }
 
     /// The encoding of every byte string that starts with `prefix`, up to the prefix's end.

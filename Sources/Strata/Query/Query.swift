@@ -20,7 +20,7 @@
 /// A built query keeps its index plan and matcher between runs, so it is used by one thread at
 /// a time (it is not `Sendable`); build one per thread to query from several.
 public final class Query<T: Entity> {
-    let box: Box<T>
+    @usableFromInline let box: Box<T>
     private(set) var condition: ConditionNode
     let orderings: [QueryOrdering]
     /// Every entity whose changes can change the results (its own, those its links and
@@ -28,7 +28,7 @@ public final class Query<T: Entity> {
     let readEntities: Set<String>
     /// What stays the same from run to run: the index plan (until a parameter changes) and
     /// the matcher.
-    private let reuse = QueryRun.Reuse()
+    let reuse = QueryRun.Reuse()
 
     init(box: Box<T>, condition: ConditionNode, orderings: [QueryOrdering], readEntities: Set<String>) {
         self.box = box
@@ -48,10 +48,10 @@ public final class Query<T: Entity> {
         if limit == 0 { return [] }
         // One equality on a unique value: at most one match, found by two point reads.
         if offset == 0 {
-            switch try uniqueLookup() {
-            case .none: return []
-            case let .found(object): return [object]
-            case .notApplicable: break
+            var found: [T] = []
+            let store = self.store
+            if try visitUniqueMatch({ b, id, bytes in found.append(try b.decode(T.self, id: id, from: bytes, store: store)) }) {
+                return found
             }
         }
         return try store.read(consistent: true) { t in
@@ -86,7 +86,17 @@ public final class Query<T: Entity> {
     }
 
     /// The first matching object in the query's order, or nil.
-    public func findFirst() throws(StrataError) -> T? { try find(offset: 0, limit: 1).first }
+    @inlinable
+    public func findFirst() throws(StrataError) -> T? {
+        // Inlinable, so that callers specialise it: a lookup on a unique value is two point
+        // reads, and unspecialised code would add a runtime metadata lookup for `T?` or `[T]`.
+        var found: T?
+        let store = box.store
+        if try visitUniqueMatch({ b, id, bytes in found = try b.decode(T.self, id: id, from: bytes, store: store) }) {
+            return found
+        }
+        return try find(offset: 0, limit: 1).first
+    }
 
     /// The one matching object, or nil when none matches; throws ``StrataError/notUnique(entity:)``
     /// when more than one does.

@@ -12,6 +12,10 @@ enum QueryRun {
         /// The fields a run reads for a given `fieldsNeeded`: the condition's own fields stay
         /// the same when parameters change.
         var fields: (needed: Set<Int>, all: Set<Int>)?
+        /// The unique fast path's index key and its holder check's encoding, kept so that a
+        /// lookup re-run with a new value allocates neither.
+        var uniqueKey: [UInt8] = []
+        var uniqueScratch: [UInt8] = []
     }
 
     /// Calls `body` for each object of `R` matching `condition` (among `candidates` when

@@ -8,50 +8,79 @@ import StrataStorage
 /// entry: it must still be stored and still hold the value (its index value is recomputed from
 /// its bytes). Then the answer is exact at the moment of the object read. When a writer moved
 /// the value in between, the caller falls back to the consistent path.
+///
+/// Not generic in what it returns: it hands the holder's bytes to the caller, which decodes
+/// them (``Query/findFirst()`` does so in the caller's specialised code). A result type nested
+/// in `Query<T>`, or an `Optional<T>` built here, costs a runtime metadata lookup on every call,
+/// a twentieth of the whole lookup.
 extension Query {
-    enum UniqueLookup {
-        /// No object holds the value.
-        case none
-        case found(T)
-        /// Not answerable this way (not such a query, or a write moved the value between the
-        /// two reads): run the query normally.
-        case notApplicable
-    }
-
-    func uniqueLookup() throws(StrataError) -> UniqueLookup {
-        guard orderings.isEmpty, TransactionContext.current(for: box.store) == nil else { return .notApplicable }
-        let field: Int, value: QueryValue
-        switch condition {
-        // The same values IndexPlan reads through the index (a nil or NaN value is not there).
-        case let .compare(f, .equal, v) where !v.isNaN && !v.isNullValue: (field, value) = (f, v)
-        case let .string(f, .equal, literal, caseSensitive: true): (field, value) = (f, .bytes(Array(literal.utf8)))
-        default: return .notApplicable
-        }
+    /// Runs the fast path when it applies. Calls `found` at most once, with the holder's binding,
+    /// id and stored bytes, and returns true when it answered (a holder found, or none); false
+    /// when the query is not of that form or a writer moved the value between the two reads:
+    /// run it normally.
+    @usableFromInline
+    func visitUniqueMatch(_ found: (EntityBinding, Id, UnsafeRawBufferPointer) throws -> Void) throws(StrataError) -> Bool {
+        guard orderings.isEmpty else { return false }
         let store = box.store
-        let b = try store.binding(for: T.self).get()
-        guard let ix = b.indexes, field < b.propertyIds.count, let position = ix.position(ofProperty: b.propertyIds[field]),
-              ix.properties[position].keyedByValue else {
-            return .notApplicable
+        guard TransactionContext.current(for: store) == nil else { return false }
+        let b = try box.binding()
+        guard let ix = b.indexes else { return false }
+        // The entry's key: the index header and the value (an index keyed by value holds no id),
+        // built in the query's buffer. The same values IndexPlan reads through the index (a nil
+        // or NaN value is not there).
+        var key = reuse.uniqueKey
+        reuse.uniqueKey = []   // unique, so appends do not copy
+        defer { reuse.uniqueKey = key }
+        key.removeAll(keepingCapacity: true)
+        let field: Int
+        switch condition {
+        case let .compare(f, .equal, v) where !v.isNaN && !v.isNullValue:
+            guard let position = Self.keyedPosition(f, b, ix) else { return false }
+            field = position
+            key.append(contentsOf: ix.properties[position].header)
+            IndexKey.encode(v, into: &key)
+        case let .string(f, .equal, literal, caseSensitive: true):
+            guard let position = Self.keyedPosition(f, b, ix) else { return false }
+            field = position
+            key.append(contentsOf: ix.properties[position].header)
+            var text = literal
+            text.withUTF8 { IndexKey.encode(FieldView.bytes(UnsafeRawBufferPointer($0)), into: &key) }
+        default:
+            return false
         }
-        // The entry's key: the index header and the value (an index keyed by value holds no id).
-        let entry = ix.properties[position].header + IndexKey.encode(value)
-        var result: UniqueLookup = .notApplicable
+        var scratch = reuse.uniqueScratch
+        reuse.uniqueScratch = []
+        defer { reuse.uniqueScratch = scratch }
+        var answered = true
         do {
-            guard let id = try entry.withUnsafeBytes({ k in try store.indexHolder(ofKey: k, in: nil) }) else { return .none }
-            try store.withObject(ObjectKey(entityId: b.entityId, id: id), in: nil) { bytes in
-                // Still the value's holder? Its index key for this property must be the entry.
-                var values = IndexValues()
-                try ix.read(bytes, into: &values)
-                let header = ix.properties[position].header.count
-                let holds = values.withValue(position) { v in
-                    v.count == entry.count - header && entry.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[header...]).elementsEqual(v) }
+            try key.withUnsafeBytes { k throws in
+                guard let id = try store.indexHolder(ofKey: k, in: nil) else { return }
+                let stored = try store.withObject(ObjectKey(entityId: b.entityId, id: id), in: nil) { bytes in
+                    // Still the value's holder? Its index value for this property must be the entry's.
+                    let value = UnsafeRawBufferPointer(rebasing: k[IndexKey.headerBytes...])
+                    guard try ix.holds(bytes, position: field, value: value, scratch: &scratch) else {
+                        answered = false
+                        return
+                    }
+                    try found(b, id, bytes)
                 }
-                guard holds else { return }
-                result = .found(try b.decode(T.self, id: id, from: bytes, store: store))
+                // The entry named an object removed since: a writer is between its two writes.
+                if !stored { answered = false }
             }
+        } catch let e as StrataError {
+            throw e
+        } catch let failure as CodecFailure {
+            throw .corruptObject(entity: b.name, id: 0, reason: failure.reason)
         } catch {
             throw StrataError(error)
         }
-        return result
+        return answered
+    }
+
+    /// The position among `ix`'s indexes of the index led by field `f`, when it is keyed by value.
+    private static func keyedPosition(_ f: Int, _ b: EntityBinding, _ ix: EntityIndexes) -> Int? {
+        guard f < b.propertyIds.count, let position = ix.position(ofProperty: b.propertyIds[f]),
+              ix.properties[position].keyedByValue else { return nil }
+        return position
     }
 }

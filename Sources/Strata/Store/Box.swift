@@ -23,7 +23,7 @@ public struct Box<T: Entity>: Sendable {
         resolved = binding
     }
 
-    private func binding() throws(StrataError) -> EntityBinding {
+    func binding() throws(StrataError) -> EntityBinding {
         try store.checkOpen()
         return try resolved.get()
     }
