@@ -24,6 +24,13 @@ func runGraph<S: GraphSystem>(_: S.Type, directory: String, sizes: GraphData.Siz
         let r = try body()
         m.seconds[phase.rawValue] = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         m.operations[phase.rawValue] = operations
+        // STRATA_BENCH_RSS=1 prints the resident memory after each phase (which phase sets
+        // the peak, and how much of it is mapped file pages rather than the heap).
+        if ProcessInfo.processInfo.environment["STRATA_BENCH_RSS"] == "1",
+           let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) {
+            let fields = status.split(separator: "\n").filter { ["VmHWM", "VmRSS", "RssAnon", "RssFile"].contains($0.split(separator: ":").first ?? "") }
+            FileHandle.standardError.write("\(phase.rawValue): \(fields.map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }.joined(separator: ", "))\n".data(using: .utf8)!)
+        }
         return r
     }
     try timed(.insertCustomers, operations: sizes.customers) { try system.insertCustomers(data) }
