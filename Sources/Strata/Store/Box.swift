@@ -311,8 +311,9 @@ public struct Box<T: Entity>: Sendable {
 
     /// Calls `body` with the stored bytes of each of `ids` that is stored, in the order of `ids`,
     /// as `t` sees them, until `body` returns false. Outside a write transaction the objects are
-    /// read through the engine's batched read; a write transaction's own changes are looked up
-    /// one by one, since they come first.
+    /// read through the engine's batched read, or, for ids close together, one scan of their
+    /// range (``forEachStoredInRange(_:binding:in:_:)``); a write transaction's own changes are
+    /// looked up one by one, since they come first.
     func forEachStored(_ ids: [Id], binding b: EntityBinding, in t: Transaction?,
                        _ body: (Id, UnsafeRawBufferPointer) throws -> Bool) throws {
         // One object gains nothing from batching, which has buffers to set up.
@@ -322,6 +323,10 @@ public struct Box<T: Entity>: Sendable {
                 _ = try withStoredBytes(id, binding: b, in: t) { v in more = try body(id, v) }
                 if !more { return }
             }
+            return
+        }
+        if Self.isDense(ids) {
+            try forEachStoredInRange(ids, binding: b, in: t, body)
             return
         }
         var keys = KeyList(reservingCapacity: min(ids.count, Self.batchReadChunk), keyBytes: ObjectFormat.objectKeyBytes)
