@@ -8,17 +8,23 @@ extension Box {
     /// try orders.prefetch(\.customer, for: firstOrders)
     /// for o in firstOrders { print(o.customer.target?.name ?? "-") }   // no further reads
     /// ```
+    @inlinable
     public func prefetch<Target: Entity>(_ relation: KeyPath<T, ToOne<Target>>, for objects: [T]) throws(StrataError) {
-        let targets = store.box(for: Target.self)
-        let ids = Set(objects.compactMap { $0[keyPath: relation].targetId }).sorted()
-        let loaded = try targets.get(ids)
-        var byId: [Id: Target] = [:]
-        byId.reserveCapacity(loaded.count)
-        for t in loaded { byId[t.id] = t }
+        // Inlinable, so that the caller's specialised code applies the key path: applied by
+        // generic code, it costs more than the rest of the prefetch per object (4 k
+        // instructions of an order's 5 k in the graph benchmark's prefetch).
+        var relations: [ToOne<Target>] = []
+        relations.reserveCapacity(objects.count)
+        var ids = Set<Id>()
         for object in objects {
             let r = object[keyPath: relation]
-            r.prefetched(r.targetId.flatMap { byId[$0] }, store: store)
+            relations.append(r)
+            if let id = r.targetId { ids.insert(id) }
         }
+        let loaded = try store.box(for: Target.self).get(ids.sorted())
+        var byId = [Id: Target](minimumCapacity: loaded.count)
+        for t in loaded { byId[t.id] = t }
+        for r in relations { r.prefetched(r.targetId.flatMap { byId[$0] }, store: store) }
     }
 
     /// Loads a to-many or backlink of all `objects` in one pass: the edges of every owner, then

@@ -147,6 +147,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     }
 
     /// Called by a prefetch: the target is known without a read.
+    @usableFromInline
     func prefetched(_ target: Target?, store: Store) {
         cached = target
         mayHoldTarget = true
