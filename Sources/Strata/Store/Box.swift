@@ -201,7 +201,13 @@ public struct Box<T: Entity>: Sendable {
     }
 
     /// The objects with these ids that are stored, in the order of `ids`, read from one
-    /// consistent state.
+    /// consistent state. Many ids are looked up together; increasing ids that fill most of
+    /// the range they span (a page of ids, most of an entity) are read with one scan of it.
+    ///
+    /// ```swift
+    /// let firstPage = try orders.get(Array(1...100))   // one range scan
+    /// let some = try orders.get([42, 7, 1_000])        // three lookups, batched
+    /// ```
     public func get(_ ids: [Id]) throws(StrataError) -> [T] {
         let b = try binding()
         if ids.contains(0) { throw .invalidId(entity: b.name) }
