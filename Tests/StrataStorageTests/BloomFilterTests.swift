@@ -1,3 +1,4 @@
+import StrataTestSupport
 import Testing
 @testable import StrataStorage
 
@@ -15,6 +16,46 @@ import Testing
             let falsePositives = absent.filter { BloomFilter.mayContain(f, hash: $0) }.count
             // About 1% at 10 bits per key.
             #expect(falsePositives < absent.count * 2 / 100, "\(falsePositives) false positives")
+        }
+    }
+
+    /// The bits are exactly those SPEC §6.3 defines, probe by probe with a division each (the
+    /// filters on disk must not change with how the code computes them), for every k and for
+    /// sizes that are not powers of two; and a probe answers as that definition does.
+    @Test func theBitsAreTheSpecsForEveryProbeCount() {
+        func reference(_ hashes: [UInt64], bitsPerKey: Int) -> [UInt8] {
+            let k = max(1, min(30, Int(Double(bitsPerKey) * 0.69)))
+            let bytes = (max(64, hashes.count * bitsPerKey) + 7) / 8
+            let nbits = UInt64(bytes * 8)
+            var out = [UInt8](repeating: 0, count: bytes + 1)
+            for h in hashes {
+                for j in 0..<UInt64(k) {
+                    let bit = ((h & 0xFFFF_FFFF) &+ j &* ((h >> 32) | 1)) % nbits
+                    out[Int(bit >> 3)] |= UInt8(1 << (bit & 7))
+                }
+            }
+            out[bytes] = UInt8(k)
+            return out
+        }
+        var rng = SplitMix64(state: 7)
+        for bitsPerKey in [1, 2, 5, 10, 13, 20, 44] {
+            for count in [1, 7, 100, 1_001] {
+                let hashes = (0..<count).map { _ in rng.next() }
+                let built = BloomFilter.build(hashes: hashes, bitsPerKey: bitsPerKey)
+                #expect(built == reference(hashes, bitsPerKey: bitsPerKey), "\(bitsPerKey) bits a key, \(count) keys")
+                built.withUnsafeBytes { f in
+                    for _ in 0..<200 {
+                        let h = rng.next()
+                        let k = UInt64(built[built.count - 1]), nbits = UInt64((built.count - 1) * 8)
+                        let expected = (0..<k).allSatisfy { j in
+                            let bit = ((h & 0xFFFF_FFFF) &+ j &* ((h >> 32) | 1)) % nbits
+                            return built[Int(bit >> 3)] & UInt8(1 << (bit & 7)) != 0
+                        }
+                        #expect(BloomFilter.mayContain(f, hash: h) == expected)
+                    }
+                    #expect(hashes.allSatisfy { BloomFilter.mayContain(f, hash: $0) })
+                }
+            }
         }
     }
 
