@@ -35,6 +35,12 @@ import Testing
                 let k = "k\(rng.below(60))"
                 #expect(try e.getString(k, in: ks, snapshot: snapshot) == m[k], "seed \(seed) get \(k)")
             }
+            // The keys of one prefix and length, read without the merging iterator.
+            let prefix = "k\(rng.below(6))"
+            var prefixed: [String] = []
+            try e.forEachKey(in: ks, prefix: bytes(prefix), suffixBytes: 1, snapshot: snapshot) { prefixed.append(String(decoding: $0, as: UTF8.self)) }
+            #expect(prefixed == all.filter { $0.hasPrefix(prefix) && $0.utf8.count == prefix.utf8.count + 1 },
+                    "seed \(seed) \(note) keys of \(prefix)")
             // A batched read of random keys, some absent, some repeated.
             let wanted = (0..<(1 + rng.below(40))).map { _ in "k\(rng.below(60))" }
             var list = KeyList()

@@ -63,6 +63,9 @@ import Testing
             let plain = try keys(try e.makeIterator(in: ks, prefix: prefix(g)))
             let filtered = try keys(try e.makeIterator(in: ks, prefix: prefix(g), suffixBytes: suffixBytes))
             #expect(filtered == plain, "group \(g)")
+            var viaKeys: [[UInt8]] = []
+            try e.forEachKey(in: ks, prefix: prefix(g), suffixBytes: suffixBytes) { viaKeys.append(Array($0)) }
+            #expect(viaKeys == plain.filter { $0.count == prefix(g).count + suffixBytes }, "group \(g), keys only")
             #expect(Set(plain) == Set(model.filter { Array($0.prefix(4)) == prefix(g) }), "group \(g)")
         }
     }
@@ -114,5 +117,13 @@ import Testing
         var o = Self.options(InMemoryFileSystem(), filtered: false)
         o.prefixFilters = ["edges": 0]
         #expect(throws: StorageError.self) { try Engine.open(directory: Self.dir, options: o) }
+        // A prefix key read takes suffixes of 1 to 8 bytes.
+        let e = try Engine.open(directory: Self.dir, options: Self.options(InMemoryFileSystem(), filtered: false))
+        defer { e.close() }
+        for bad in [0, 9, -1] {
+            #expect(throws: StorageError.invalidOption(name: "suffixBytes", reason: "\(bad) is not between 1 and 8")) {
+                try e.forEachKey(in: e.defaultKeySpace, prefix: [1], suffixBytes: bad) { _ in }
+            }
+        }
     }
 }

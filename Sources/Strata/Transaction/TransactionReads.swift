@@ -87,6 +87,21 @@ extension Store {
         guard let edges else { return [] }
         var ids: [Id] = []
         let lower = prefix.prefixBytes
+        // With no write of its own to merge, the keys come from the engine's prefix read,
+        // which resolves versions once instead of merging at every step.
+        if t?.overlay?.edges.isEmpty ?? true {
+            ids.reserveCapacity(128)
+            do {
+                try engine.forEachKey(in: edges, prefix: lower, suffixBytes: EdgeKey.byteCount - EdgeKey.prefixByteCount,
+                                      snapshot: t?.snapshot) { k in
+                    if let key = EdgeKey(bytes: k) { ids.append(key.b) }
+                }
+            } catch {
+                throw StrataError(error)
+            }
+            counters.edgesRead.add(UInt64(ids.count), ordering: .relaxed)
+            return ids
+        }
         do {
             let it = try engine.makeIterator(in: edges, prefix: lower, suffixBytes: EdgeKey.byteCount - EdgeKey.prefixByteCount,
                                              snapshot: t?.snapshot)

@@ -122,6 +122,16 @@ extension Engine {
                               prefixFilter: (hash: UInt64, suffixBytes: Int)?) throws -> EngineIterator {
         try checkOpen()
         let (view, sequence) = readState(snapshot)
+        let children = try sources(in: keySpace, view: view, lowerBound: lowerBound, upperBound: upperBound, prefixFilter: prefixFilter)
+        return EngineIterator(merged: MergingIterator(children), sequence: sequence, lowerBound: lowerBound,
+                              upperBound: upperBound, pinned: view)
+    }
+
+    /// The iterators over everything of `keySpace` in `view` that may hold keys of
+    /// `lowerBound ..< upperBound`: the memtables, then the segments level by level, skipping
+    /// those whose range or prefix filter rules the keys out.
+    func sources(in keySpace: KeySpace, view: ReadView, lowerBound: [UInt8]?, upperBound: [UInt8]?,
+                 prefixFilter: (hash: UInt64, suffixBytes: Int)?) throws -> [any InternalIterator] {
         guard let mem = view.memtable(keySpace.id) else { throw StorageError.unknownKeySpace(keySpace.name) }
         var children: [any InternalIterator] = [MemtableIterator(mem)]
         if let imm = view.immutable(keySpace.id) { children.append(MemtableIterator(imm)) }
@@ -150,8 +160,7 @@ extension Engine {
                 }
             }
         }
-        return EngineIterator(merged: MergingIterator(children), sequence: sequence, lowerBound: lowerBound,
-                              upperBound: upperBound, pinned: view)
+        return children
     }
 
     /// An iterator over the keys of `keySpace` that start with `prefix`.

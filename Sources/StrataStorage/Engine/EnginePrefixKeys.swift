@@ -1,0 +1,79 @@
+extension Engine {
+    /// Calls `body` with each live key of `keySpace` that is `prefix` followed by `suffixBytes`
+    /// more bytes (1 to 8), in key order, as of the latest committed state or `snapshot`: the
+    /// keys of that length ``makeIterator(in:prefix:suffixBytes:snapshot:)`` would show, without
+    /// their values and without the merging iterator (the edges of one object).
+    ///
+    /// Each source (memtables, segments whose range and prefix filter admit the prefix) is read
+    /// to the end of the prefix on its own, keeping each key's suffix as an integer; the
+    /// versions are then sorted and resolved once, instead of comparing every source's current
+    /// key at every step (the merge's per-step work was most of such a short scan).
+    ///
+    /// ```swift
+    /// try engine.forEachKey(in: edges, prefix: ownerPrefix, suffixBytes: 8) { key in ids.append(decode(key)) }
+    /// ```
+    public func forEachKey(in keySpace: KeySpace, prefix: [UInt8], suffixBytes: Int, snapshot: Snapshot? = nil,
+                           _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        try checkOpen()
+        guard (1...8).contains(suffixBytes) else {
+            throw StorageError.invalidOption(name: "suffixBytes", reason: "\(suffixBytes) is not between 1 and 8")
+        }
+        guard prefix.count + suffixBytes <= StorageLimits.maxKeyBytes else {
+            throw StorageError.keyTooLarge(size: prefix.count + suffixBytes, limit: StorageLimits.maxKeyBytes)
+        }
+        let (view, sequence) = readState(snapshot)
+        let hash = prefix.withUnsafeBytes { BloomFilter.hash($0) }
+        let children = try sources(in: keySpace, view: view, lowerBound: prefix, upperBound: Self.prefixSuccessor(prefix),
+                                   prefixFilter: (hash, suffixBytes))
+        let keyBytes = prefix.count + suffixBytes
+        // Every version of every key of that length: (suffix as a big-endian integer, so that
+        // integers order as the keys do; trailer).
+        var versions: [(suffix: UInt64, trailer: UInt64)] = []
+        versions.reserveCapacity(256)   // an object's edges, mostly: no regrowth copies
+        var seekKey = prefix
+        withUnsafeBytes(of: InternalKey.seekTrailer(sequence: StorageLimits.maxSequence).littleEndian) { seekKey.append(contentsOf: $0) }
+        try withExtendedLifetime(view) {
+            try prefix.withUnsafeBytes { p in
+                for child in children {
+                    seekKey.withUnsafeBytes { child.seek($0) }
+                    while child.isValid {
+                        let internalKey = child.key
+                        let userKey = InternalKey.userKey(internalKey)
+                        guard userKey.count >= p.count, UnsafeRawBufferPointer(rebasing: userKey[0..<p.count]).bytesEqual(p) else { break }
+                        if userKey.count == keyBytes {
+                            var suffix: UInt64 = 0
+                            if suffixBytes == 8 {
+                                suffix = UInt64(bigEndian: userKey.loadUnaligned(fromByteOffset: p.count, as: UInt64.self))
+                            } else {
+                                for i in p.count..<keyBytes { suffix = suffix << 8 | UInt64(userKey[i]) }
+                            }
+                            versions.append((suffix, InternalKey.trailer(internalKey)))
+                        }
+                        child.next()
+                    }
+                    if let e = child.error { throw e }
+                }
+            }
+        }
+        // Key order, newest version first (the internal key order).
+        versions.sort { a, b in a.suffix != b.suffix ? a.suffix < b.suffix : a.trailer > b.trailer }
+        try withUnsafeTemporaryAllocation(byteCount: keyBytes, alignment: 8) { key in
+            prefix.withUnsafeBytes { key.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: prefix.count) }
+            var i = 0
+            while i < versions.count {
+                let suffix = versions[i].suffix
+                // The newest version visible at `sequence`, then past every version of the key.
+                var visible: UInt64?
+                while i < versions.count && versions[i].suffix == suffix {
+                    if visible == nil && versions[i].trailer >> 8 <= sequence { visible = versions[i].trailer }
+                    i += 1
+                }
+                guard let t = visible, t & 0xFF != UInt64(EntryKind.deletion.rawValue) else { continue }
+                for j in 0..<suffixBytes {
+                    key[prefix.count + j] = UInt8(truncatingIfNeeded: suffix >> UInt64(8 * (suffixBytes - 1 - j)))
+                }
+                try body(UnsafeRawBufferPointer(key))
+            }
+        }
+    }
+}
