@@ -141,15 +141,22 @@ final class EntityIndexes: Sendable {
             var reader = try ObjectReader(bytes: bytes, fieldMap: map)
             while let i = try reader.nextField() {
                 let field = try FieldView.read(properties[i].type, from: &reader)
-                if properties[i].caseInsensitive, case let .bytes(raw) = field {
-                    values.set(i) { IndexKey.encodeFolded(raw, into: &$0) }
-                } else {
-                    values.set(i) { IndexKey.encode(field, into: &$0) }
-                }
+                values.set(i) { encode(field, of: i, into: &$0) }
             }
         }
         for i in properties.indices where !values.isSet(i) {
             values.set(i) { $0.append(contentsOf: properties[i].defaultValue) }
+        }
+    }
+
+    /// Appends the encoding of a stored field as the index at `position` keeps it: strings
+    /// lowercased in a case-insensitive index.
+    @inline(__always)
+    private func encode(_ field: FieldView, of position: Int, into out: inout [UInt8]) {
+        if properties[position].caseInsensitive, case let .bytes(raw) = field {
+            IndexKey.encodeFolded(raw, into: &out)
+        } else {
+            IndexKey.encode(field, into: &out)
         }
     }
 
@@ -171,11 +178,7 @@ final class EntityIndexes: Sendable {
                 let field = try FieldView.read(properties[i].type, from: &reader)
                 guard i == position else { continue }
                 seen = true
-                if properties[i].caseInsensitive, case let .bytes(raw) = field {
-                    IndexKey.encodeFolded(raw, into: &scratch)
-                } else {
-                    IndexKey.encode(field, into: &scratch)
-                }
+                encode(field, of: i, into: &scratch)
             }
         }
         if !seen { scratch.append(contentsOf: properties[position].defaultValue) }

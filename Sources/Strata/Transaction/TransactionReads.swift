@@ -87,27 +87,22 @@ extension Store {
         guard let edges else { return [] }
         var ids: [Id] = []
         let lower = prefix.prefixBytes
-        // With no write of its own to merge, the keys come from the engine's prefix read,
-        // which resolves versions once instead of merging at every step.
-        if t?.overlay?.edges.isEmpty ?? true {
-            ids.reserveCapacity(128)
-            do {
-                try engine.forEachKey(in: edges, prefix: lower, suffixBytes: EdgeKey.byteCount - EdgeKey.prefixByteCount,
-                                      snapshot: t?.snapshot) { k in
-                    if let key = EdgeKey(bytes: k) { ids.append(key.b) }
-                }
-            } catch {
-                throw StrataError(error)
-            }
-            counters.edgesRead.add(UInt64(ids.count), ordering: .relaxed)
-            return ids
+        let suffixBytes = EdgeKey.byteCount - EdgeKey.prefixByteCount
+        func collect(_ k: UnsafeRawBufferPointer) {
+            if let key = EdgeKey(bytes: k) { ids.append(key.b) }
         }
         do {
-            let it = try engine.makeIterator(in: edges, prefix: lower, suffixBytes: EdgeKey.byteCount - EdgeKey.prefixByteCount,
-                                             snapshot: t?.snapshot)
-            try Self.merge(t?.overlay?.edges, over: it, lower: lower, upper: Engine.prefixSuccessor(lower)) { k, _ in
-                if let key = EdgeKey(bytes: k) { ids.append(key.b) }
-                return true
+            if t?.overlay?.edges.isEmpty ?? true {
+                // With no write of its own to merge, the keys come from the engine's prefix
+                // read, which resolves versions once instead of merging at every step.
+                ids.reserveCapacity(128)
+                try engine.forEachKey(in: edges, prefix: lower, suffixBytes: suffixBytes, snapshot: t?.snapshot, collect)
+            } else {
+                let it = try engine.makeIterator(in: edges, prefix: lower, suffixBytes: suffixBytes, snapshot: t?.snapshot)
+                try Self.merge(t?.overlay?.edges, over: it, lower: lower, upper: Engine.prefixSuccessor(lower)) { k, _ in
+                    collect(k)
+                    return true
+                }
             }
         } catch {
             throw StrataError(error)
