@@ -2,18 +2,20 @@ import StrataTestSupport
 import Testing
 @testable import StrataStorage
 
-/// The segment bloom filter (SPEC §6.3), and segments of format 1 (before filter prefixes).
+/// The segment bloom filter (SPEC §6.3) in both layouts, and segments of formats 1 (before
+/// filter prefixes) and 2 (before cache-line filters).
 @Suite struct BloomFilterTests {
     static func hashes(_ range: Range<Int>, tag: String) -> [UInt64] {
         range.map { i in bytes("\(tag)-\(i)").withUnsafeBytes { BloomFilter.hash($0) } }
     }
 
-    @Test func noFalseNegativesAndFewFalsePositives() {
+    @Test(arguments: [BloomFilter.Layout.spread, .cacheLine])
+    func noFalseNegativesAndFewFalsePositives(layout: BloomFilter.Layout) {
         let present = Self.hashes(0..<50_000, tag: "key")
         let absent = Self.hashes(0..<50_000, tag: "other")
-        BloomFilter.build(hashes: present, bitsPerKey: 10).withUnsafeBytes { f in
-            #expect(present.allSatisfy { BloomFilter.mayContain(f, hash: $0) })
-            let falsePositives = absent.filter { BloomFilter.mayContain(f, hash: $0) }.count
+        BloomFilter.build(hashes: present, bitsPerKey: 10, layout: layout).withUnsafeBytes { f in
+            #expect(present.allSatisfy { BloomFilter.mayContain(f, hash: $0, layout: layout) })
+            let falsePositives = absent.filter { BloomFilter.mayContain(f, hash: $0, layout: layout) }.count
             // About 1% at 10 bits per key.
             #expect(falsePositives < absent.count * 2 / 100, "\(falsePositives) false positives")
         }
@@ -41,7 +43,7 @@ import Testing
         for bitsPerKey in [1, 2, 5, 10, 13, 20, 44] {
             for count in [1, 7, 100, 1_001] {
                 let hashes = (0..<count).map { _ in rng.next() }
-                let built = BloomFilter.build(hashes: hashes, bitsPerKey: bitsPerKey)
+                let built = BloomFilter.build(hashes: hashes, bitsPerKey: bitsPerKey, layout: .spread)
                 #expect(built == reference(hashes, bitsPerKey: bitsPerKey), "\(bitsPerKey) bits a key, \(count) keys")
                 built.withUnsafeBytes { f in
                     for _ in 0..<200 {
@@ -51,30 +53,92 @@ import Testing
                             let bit = ((h & 0xFFFF_FFFF) &+ j &* ((h >> 32) | 1)) % nbits
                             return built[Int(bit >> 3)] & UInt8(1 << (bit & 7)) != 0
                         }
-                        #expect(BloomFilter.mayContain(f, hash: h) == expected)
+                        #expect(BloomFilter.mayContain(f, hash: h, layout: .spread) == expected)
                     }
-                    #expect(hashes.allSatisfy { BloomFilter.mayContain(f, hash: $0) })
+                    #expect(hashes.allSatisfy { BloomFilter.mayContain(f, hash: $0, layout: .spread) })
                 }
             }
         }
     }
 
-    /// Too short, or k out of 1...30 (all bits clear, so a real filter would answer "no").
-    @Test func aMalformedFilterAnswersMaybe() {
-        let zeros = [UInt8](repeating: 0, count: 64)
-        for filter in [[], [6], zeros + [0], zeros + [31]] {
-            filter.withUnsafeBytes { f in #expect(BloomFilter.mayContain(f, hash: 12345), "\(filter.count) bytes") }
+    /// The same for the cache-line layout (segment format 3): SPEC §6.3's line choice and
+    /// probes, written out here with plain arithmetic, give the filter's bits; every probe of a
+    /// key lands in its line; a probe answers as the definition does.
+    @Test func theCacheLineBitsAreTheSpecs() {
+        func line(_ h: UInt64, _ lines: Int) -> Int { Int(((h >> 32) * UInt64(lines)) >> 32) }
+        func probes(_ h: UInt64, _ k: Int) -> [Int] {
+            var p = UInt32(h & 0xFFFF_FFFF), out: [Int] = []
+            for _ in 0..<k { out.append(Int(p >> 23)); p = p &* 0x9E37_79B9 }
+            return out
         }
-        (zeros + [6]).withUnsafeBytes { #expect(!BloomFilter.mayContain($0, hash: 12345)) }
+        func reference(_ hashes: [UInt64], bitsPerKey: Int) -> [UInt8] {
+            let k = max(1, min(30, Int(Double(bitsPerKey) * 0.69)))
+            let lines = max(1, (hashes.count * bitsPerKey + 511) / 512)
+            var out = [UInt8](repeating: 0, count: lines * 64 + 1)
+            for h in hashes {
+                for bit in probes(h, k) { out[line(h, lines) * 64 + bit / 8] |= UInt8(1 << (bit % 8)) }
+            }
+            out[lines * 64] = UInt8(k)
+            return out
+        }
+        var rng = SplitMix64(state: 11)
+        for bitsPerKey in [1, 2, 5, 10, 13, 20, 44] {
+            for count in [1, 7, 100, 1_001] {
+                let hashes = (0..<count).map { _ in rng.next() }
+                let built = BloomFilter.build(hashes: hashes, bitsPerKey: bitsPerKey, layout: .cacheLine)
+                #expect(built == reference(hashes, bitsPerKey: bitsPerKey), "\(bitsPerKey) bits a key, \(count) keys")
+                let lines = (built.count - 1) / 64, k = Int(built[built.count - 1])
+                built.withUnsafeBytes { f in
+                    for _ in 0..<200 {
+                        let h = rng.next()
+                        let expected = probes(h, k).allSatisfy { bit in built[line(h, lines) * 64 + bit / 8] & UInt8(1 << (bit % 8)) != 0 }
+                        #expect(BloomFilter.mayContain(f, hash: h, layout: .cacheLine) == expected)
+                    }
+                    #expect(hashes.allSatisfy { BloomFilter.mayContain(f, hash: $0, layout: .cacheLine) })
+                }
+            }
+        }
     }
 
-    /// Segments an older Strata wrote (format 1: no filter prefixes) are read, never skipped
-    /// by a prefix seek, and compaction rewrites them in the current format.
-    @Test func formatOneSegmentsAreReadAndRewritten() throws {
+    /// A reader holds a segment's filter 64-byte aligned, so each line is one cache line; the
+    /// filter of a real segment answers for the segment's keys and rules out others.
+    @Test func aSegmentsCacheLineFilterRulesOutAbsentKeys() throws {
+        let fs = InMemoryFileSystem()
+        let e = try Engine.open(directory: "/db", options: .testing(fs, blockBytes: 512))
+        defer { e.close() }
+        for i in 0..<5_000 { try e.put(string(key(i)), "value-\(i)", in: e.defaultKeySpace) }
+        try e.flush()
+        for i in 0..<5_000 { #expect(try e.getString(string(key(i)), in: e.defaultKeySpace) == "value-\(i)") }
+        let before = e.statistics().bloomFilterNegatives
+        for i in 0..<5_000 { #expect(try e.get(key(i) + bytes("-absent"), in: e.defaultKeySpace) == nil) }
+        // About 1% false positives: nearly every absent key is ruled out without a block read.
+        #expect(e.statistics().bloomFilterNegatives - before >= 4_850)
+    }
+
+    /// Too short, k out of 1...30, or (cache-line layout) not whole lines: all bits clear, so a
+    /// real filter would answer "no".
+    @Test func aMalformedFilterAnswersMaybe() {
+        let zeros = [UInt8](repeating: 0, count: 64)
+        for layout in [BloomFilter.Layout.spread, .cacheLine] {
+            for filter in [[], [6], zeros + [0], zeros + [31]] {
+                filter.withUnsafeBytes { f in #expect(BloomFilter.mayContain(f, hash: 12345, layout: layout), "\(filter.count) bytes") }
+            }
+            (zeros + [6]).withUnsafeBytes { #expect(!BloomFilter.mayContain($0, hash: 12345, layout: layout)) }
+        }
+        for filter in [zeros.dropLast() + [6], zeros + zeros.prefix(5) + [6]] {
+            Array(filter).withUnsafeBytes { f in #expect(BloomFilter.mayContain(f, hash: 12345, layout: .cacheLine), "\(filter.count) bytes") }
+        }
+    }
+
+    /// Segments an older Strata wrote are read with the filter layout of their format, and
+    /// compaction rewrites them in the current format. Format 1 (no filter prefixes): never
+    /// skipped by a prefix seek. Format 2 (filter probes spread over the whole array): skipped.
+    @Test(arguments: [UInt32(1), 2])
+    func olderSegmentsAreReadAndRewritten(format: UInt32) throws {
         let fs = InMemoryFileSystem()
         let dir = "/db"
         var old = EngineOptions.testing(fs, blockBytes: 512)
-        old.segmentFormatVersion = 1
+        old.segmentFormatVersion = format
         old.keySpaces = ["edges"]
         old.prefixFilters = ["edges": 8]
         do {
@@ -82,7 +146,7 @@ import Testing
             for i in 0..<2_000 { try e.put(string(key(i)), "value-\(i)", in: e.defaultKeySpace) }
             let edges = try e.keySpace(named: "edges")
             var batch = WriteBatch()
-            for g in 0..<20 { for id in 0..<5 { batch.put(PrefixFilterTests.groupKey(g, id), [], in: edges) } }
+            for g in 0..<20 { for id in 0..<5 { batch.put(PrefixFilterTests.groupKey(2 * g, id), [], in: edges) } }
             try e.write(batch)
             try e.flush()
             e.close()
@@ -93,7 +157,7 @@ import Testing
                 return b[b.count - FormatConstants.segmentFooterBytes + 48]
             }
         }
-        #expect(try footerVersions() == [1, 1])
+        #expect(try footerVersions() == [UInt8(format), UInt8(format)])
 
         var current = EngineOptions.testing(fs, blockBytes: 512)
         current.keySpaces = ["edges"]
@@ -104,10 +168,14 @@ import Testing
         for i in 0..<2_000 { #expect(try e.get(key(i) + bytes("-absent"), in: e.defaultKeySpace) == nil) }
         #expect(e.statistics().bloomFilterNegatives >= 1_900)
         let edges = try e.keySpace(named: "edges")
+        let negativesBeforeSeeks = e.statistics().bloomFilterNegatives
         for g in 0..<20 {
-            let it = try e.makeIterator(in: edges, prefix: PrefixFilterTests.prefix(g), suffixBytes: 8)
-            #expect(try PrefixFilterTests.keys(it) == (0..<5).map { PrefixFilterTests.groupKey(g, $0) })
+            let it = try e.makeIterator(in: edges, prefix: PrefixFilterTests.prefix(2 * g), suffixBytes: 8)
+            #expect(try PrefixFilterTests.keys(it) == (0..<5).map { PrefixFilterTests.groupKey(2 * g, $0) })
         }
+        // An absent group within the segment's key range: a format 2 segment's prefix filter rules it out, format 1 has none.
+        #expect(try PrefixFilterTests.keys(e.makeIterator(in: edges, prefix: PrefixFilterTests.prefix(7), suffixBytes: 8)).isEmpty)
+        #expect((e.statistics().bloomFilterNegatives > negativesBeforeSeeks) == (format >= 2))
 
         _ = try e.compact()
         #expect(try footerVersions().allSatisfy { $0 == UInt8(FormatConstants.segmentFormatVersion) })

@@ -25,8 +25,9 @@ enum FormatConstants {
     /// are upgraded by their first writable open).
     static let storeFormatVersion: UInt32 = 2
     /// Segment format version, in every segment footer (SPEC.md §Segment). Version 2 added the
-    /// properties block's filter prefix field; version 1 segments are still read.
-    static let segmentFormatVersion: UInt32 = 2
+    /// properties block's filter prefix field; version 3 keeps each key's filter probes in one
+    /// 64-byte line. Versions 1 and 2 are still read.
+    static let segmentFormatVersion: UInt32 = 3
     /// Last eight bytes of every segment: "STRATSEG" read as a little-endian UInt64.
     static let segmentMagic: UInt64 = 0x4745_5354_4152_5453
     /// Bytes in the fixed segment footer.

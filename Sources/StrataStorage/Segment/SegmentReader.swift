@@ -11,7 +11,11 @@ final class SegmentReader: @unchecked Sendable {
     let properties: SegmentProperties
     let index: Block
     let indexPrefixes: IndexKeyPrefixes?
-    private let filter: [UInt8]
+    /// The filter block's bytes, 64-byte aligned so that a line of a ``BloomFilter/Layout/cacheLine``
+    /// filter is one cache line. Owned; freed with the reader.
+    private let filter: UnsafeRawBufferPointer
+    private let filterStorage: UnsafeMutableRawBufferPointer
+    private let filterLayout: BloomFilter.Layout
     private let cache: BlockCache
     private let stats: StatisticsCounters
     private var fileSystem: (any FileSystem)?
@@ -49,15 +53,23 @@ final class SegmentReader: @unchecked Sendable {
         index = try Self.readBlock(file: file, path: path, handle: footer.index)
         indexPrefixes = IndexKeyPrefixes(index: index)
         let filterBlock = try Self.readBlock(file: file, path: path, handle: footer.filter, parseRestarts: false)
-        filter = Array(UnsafeRawBufferPointer(rebasing: filterBlock.storage[0..<filterBlock.contents.count]))
         let propsBlock = try Self.readBlock(file: file, path: path, handle: footer.properties, parseRestarts: false)
         guard let props = SegmentProperties.decode(propsBlock.contents) else {
             throw StorageError.corruption(file: path, offset: footer.properties.offset, reason: "malformed properties block")
         }
         properties = props
+        filterLayout = BloomFilter.Layout(segmentFormat: footer.formatVersion)
+        let filterBytes = filterBlock.contents.count
+        // Allocated last: nothing after it throws, so deinit (which frees it) is the only owner.
+        filterStorage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(filterBytes, 1), alignment: BloomFilter.lineBytes)
+        if filterBytes > 0 { filterStorage.baseAddress!.copyMemory(from: filterBlock.contents.baseAddress!, byteCount: filterBytes) }
+        filter = UnsafeRawBufferPointer(start: filterStorage.baseAddress, count: filterBytes)
     }
 
-    deinit { file.close() }
+    deinit {
+        file.close()
+        filterStorage.deallocate()
+    }
 
     /// Closes and removes the file of a segment nothing uses any more.
     func deleteFile() {
@@ -159,7 +171,7 @@ final class SegmentReader: @unchecked Sendable {
 
     /// Whether the bloom filter admits the hash; a "no" counts as a bloom negative.
     @inline(__always) func mayContain(hash: UInt64) -> Bool {
-        if filter.withUnsafeBytes({ BloomFilter.mayContain($0, hash: hash) }) { return true }
+        if BloomFilter.mayContain(filter, hash: hash, layout: filterLayout) { return true }
         stats.bloomNegatives.add(1, ordering: .relaxed)
         return false
     }

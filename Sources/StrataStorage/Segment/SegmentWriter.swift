@@ -10,7 +10,7 @@ struct SegmentLayout: Sendable {
     /// (``EngineOptions/prefixFilters``).
     var filterPrefixSuffixBytes = 0
     /// The segment format to write. Only tests of reading older segments ask for 1 (no filter
-    /// prefixes).
+    /// prefixes) or 2 (a filter whose probes spread over the whole array).
     var formatVersion = FormatConstants.segmentFormatVersion
 }
 
@@ -157,7 +157,8 @@ final class SegmentWriter {
         try finishDataBlock()
         if properties.dataBlockCount > 0 { properties.largestKey = pendingIndexKey }
         if hasPendingIndexKey { addIndexEntry() }
-        let filterHandle = try writeBlock(BloomFilter.build(hashes: hashes, bitsPerKey: layout.bloomBitsPerKey), compress: false)
+        let filterHandle = try writeBlock(BloomFilter.build(hashes: hashes, bitsPerKey: layout.bloomBitsPerKey,
+                                                                       layout: BloomFilter.Layout(segmentFormat: layout.formatVersion)), compress: false)
         if properties.entryCount == 0 { properties.minSequence = 0 }
         let propsHandle = try writeBlock(properties.encode(formatVersion: layout.formatVersion), compress: false)
         let indexHandle = try writeBlock(indexBlock.finish(), compress: false)
