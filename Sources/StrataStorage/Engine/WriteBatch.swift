@@ -84,13 +84,13 @@ public struct WriteBatch: Sendable {
         let size = 32 + key.count + (value?.count ?? 0)
         withUnsafeTemporaryAllocation(byteCount: size <= 512 ? size : 32, alignment: 1) { buffer in
             buffer[0] = kind.rawValue
-            var n = Self.storeVarint(UInt64(keySpaceId), in: buffer, at: 1)
-            n = Self.storeVarint(UInt64(key.count), in: buffer, at: n)
+            var n = ByteWriter.storeVarint(UInt64(keySpaceId), in: buffer, at: 1)
+            n = ByteWriter.storeVarint(UInt64(key.count), in: buffer, at: n)
             guard size <= 512 else {
                 rep.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                 rep.append(contentsOf: key)
                 if let value {
-                    n = Self.storeVarint(UInt64(value.count), in: buffer, at: 0)
+                    n = ByteWriter.storeVarint(UInt64(value.count), in: buffer, at: 0)
                     rep.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                     rep.append(contentsOf: value)
                 }
@@ -99,7 +99,7 @@ public struct WriteBatch: Sendable {
             if key.count > 0 { (buffer.baseAddress! + n).copyMemory(from: key.baseAddress!, byteCount: key.count) }
             n += key.count
             if let value {
-                n = Self.storeVarint(UInt64(value.count), in: buffer, at: n)
+                n = ByteWriter.storeVarint(UInt64(value.count), in: buffer, at: n)
                 if value.count > 0 { (buffer.baseAddress! + n).copyMemory(from: value.baseAddress!, byteCount: value.count) }
                 n += value.count
             }
@@ -107,19 +107,6 @@ public struct WriteBatch: Sendable {
         }
         operationCount += 1
         storeCount()
-    }
-
-    /// Writes `value` as a varint into `buffer` at `offset`; returns the offset after it.
-    @inlinable
-    static func storeVarint(_ value: UInt64, in buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
-        var v = value, n = offset
-        while v >= 0x80 {
-            buffer[n] = UInt8(truncatingIfNeeded: v) | 0x80
-            n += 1
-            v >>= 7
-        }
-        buffer[n] = UInt8(v)
-        return n + 1
     }
 
     /// Reserves room for `bytes` more bytes of operations (a caller that knows its batch's size

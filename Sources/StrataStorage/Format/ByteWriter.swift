@@ -40,6 +40,20 @@ struct ByteWriter {
 
     @inlinable mutating func appendVarint(_ value: Int) { appendVarint(UInt64(value)) }
 
+    /// Writes `value` as a varint into `buffer` at `offset` (at most 10 bytes); returns the
+    /// offset after it. For callers that assemble a record before one append.
+    @inlinable @usableFromInline
+    static func storeVarint(_ value: UInt64, in buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+        var v = value, n = offset
+        while v >= 0x80 {
+            buffer[n] = UInt8(truncatingIfNeeded: v) | 0x80
+            n += 1
+            v >>= 7
+        }
+        buffer[n] = UInt8(v)
+        return n + 1
+    }
+
     /// A varint length followed by the bytes.
     @inlinable mutating func appendLengthPrefixed(_ raw: UnsafeRawBufferPointer) {
         appendVarint(raw.count)

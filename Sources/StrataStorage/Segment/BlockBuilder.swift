@@ -9,7 +9,9 @@ struct BlockBuilder {
     private(set) var buffer = ByteWriter(capacity: 16 * 1024)
     private var restarts: [UInt32] = [0]
     private var counter = 0
-    private(set) var lastKey: [UInt8] = []
+    /// The last key added is `lastKey[0..<lastKeyCount]`; bytes past it are stale.
+    private var lastKey: [UInt8] = []
+    private var lastKeyCount = 0
     private(set) var entryCount = 0
 
     init(restartInterval: Int) {
@@ -26,7 +28,7 @@ struct BlockBuilder {
         restarts.removeAll(keepingCapacity: true)
         restarts.append(0)
         counter = 0
-        lastKey.removeAll(keepingCapacity: true)
+        lastKeyCount = 0
         entryCount = 0
     }
 
@@ -34,7 +36,7 @@ struct BlockBuilder {
     mutating func add(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         var shared = 0
         if counter < restartInterval {
-            let n = min(lastKey.count, key.count)
+            let n = min(lastKeyCount, key.count)
             lastKey.withUnsafeBytes { last in
                 while shared < n && last[shared] == key[shared] { shared += 1 }
             }
@@ -42,15 +44,38 @@ struct BlockBuilder {
             restarts.append(UInt32(buffer.count))
             counter = 0
         }
-        buffer.appendVarint(UInt64(shared))
-        buffer.appendVarint(UInt64(key.count - shared))
-        buffer.appendVarint(UInt64(value.count))
-        buffer.append(UnsafeRawBufferPointer(rebasing: key[shared...]))
+        let suffix = UnsafeRawBufferPointer(rebasing: key[shared...])
+        // Compaction and flush add every entry here: the header and the key suffix are put
+        // together on the stack and appended once with the value, not in five appends that
+        // each check the buffer's capacity and uniqueness (a tenth of a compaction's time).
+        let headerCapacity = 30
+        let assembled = headerCapacity + suffix.count
+        withUnsafeTemporaryAllocation(byteCount: assembled <= 512 ? assembled : headerCapacity, alignment: 1) { stack in
+            var n = ByteWriter.storeVarint(UInt64(shared), in: stack, at: 0)
+            n = ByteWriter.storeVarint(UInt64(suffix.count), in: stack, at: n)
+            n = ByteWriter.storeVarint(UInt64(value.count), in: stack, at: n)
+            if assembled <= 512 {
+                if suffix.count > 0 { (stack.baseAddress! + n).copyMemory(from: suffix.baseAddress!, byteCount: suffix.count) }
+                buffer.append(UnsafeRawBufferPointer(rebasing: stack[0..<(n + suffix.count)]))
+            } else {
+                buffer.append(UnsafeRawBufferPointer(rebasing: stack[0..<n]))
+                buffer.append(suffix)
+            }
+        }
         buffer.append(value)
-        lastKey.removeSubrange(shared...)
-        lastKey.append(contentsOf: UnsafeRawBufferPointer(rebasing: key[shared...]))
+        // The last key is kept in a buffer that only grows: the shared part is already there.
+        if lastKey.count < key.count { lastKey.append(contentsOf: repeatElement(0, count: key.count - lastKey.count)) }
+        if suffix.count > 0 {
+            lastKey.withUnsafeMutableBytes { ($0.baseAddress! + shared).copyMemory(from: suffix.baseAddress!, byteCount: suffix.count) }
+        }
+        lastKeyCount = key.count
         counter += 1
         entryCount += 1
+    }
+
+    /// Lends the last key added to `body`.
+    func withLastKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try lastKey.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[0..<lastKeyCount])) }
     }
 
     /// Appends the restart array and returns the finished contents.

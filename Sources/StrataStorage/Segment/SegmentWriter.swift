@@ -100,7 +100,7 @@ final class SegmentWriter {
         guard !dataBlock.isEmpty else { return }
         // The index entry is the block's last key; added lazily so finish() can write the last one.
         pendingIndexKey.removeAll(keepingCapacity: true)
-        pendingIndexKey.append(contentsOf: dataBlock.lastKey)
+        dataBlock.withLastKey { pendingIndexKey.append(contentsOf: $0) }
         hasPendingIndexKey = true
         let compress = layout.compress
         pendingHandle = try dataBlock.withFinishedContents { try writeBlock($0, compress: compress) }
