@@ -11,10 +11,11 @@ final class SegmentReader: @unchecked Sendable {
     let properties: SegmentProperties
     let index: Block
     let indexPrefixes: IndexKeyPrefixes?
-    /// The filter block's bytes, 64-byte aligned so that a line of a ``BloomFilter/Layout/cacheLine``
-    /// filter is one cache line. Owned; freed with the reader.
+    /// The filter block, read into a 64-byte aligned buffer so that a line of a
+    /// ``BloomFilter/Layout/cacheLine`` filter is one cache line (filter blocks are stored raw,
+    /// so the block keeps the buffer it was read into).
+    private let filterBlock: Block
     private let filter: UnsafeRawBufferPointer
-    private let filterStorage: UnsafeMutableRawBufferPointer
     private let filterLayout: BloomFilter.Layout
     private let cache: BlockCache
     private let stats: StatisticsCounters
@@ -52,24 +53,19 @@ final class SegmentReader: @unchecked Sendable {
         let footer = try raw.withUnsafeBytes { try SegmentFooter.decode($0, file: path, fileSize: fileSize) }
         index = try Self.readBlock(file: file, path: path, handle: footer.index)
         indexPrefixes = IndexKeyPrefixes(index: index)
-        let filterBlock = try Self.readBlock(file: file, path: path, handle: footer.filter, parseRestarts: false)
+        let filterBlock = try Self.readBlock(file: file, path: path, handle: footer.filter, parseRestarts: false,
+                                            alignment: BloomFilter.lineBytes)
         let propsBlock = try Self.readBlock(file: file, path: path, handle: footer.properties, parseRestarts: false)
         guard let props = SegmentProperties.decode(propsBlock.contents) else {
             throw StorageError.corruption(file: path, offset: footer.properties.offset, reason: "malformed properties block")
         }
         properties = props
         filterLayout = BloomFilter.Layout(segmentFormat: footer.formatVersion)
-        let filterBytes = filterBlock.contents.count
-        // Allocated last: nothing after it throws, so deinit (which frees it) is the only owner.
-        filterStorage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(filterBytes, 1), alignment: BloomFilter.lineBytes)
-        if filterBytes > 0 { filterStorage.baseAddress!.copyMemory(from: filterBlock.contents.baseAddress!, byteCount: filterBytes) }
-        filter = UnsafeRawBufferPointer(start: filterStorage.baseAddress, count: filterBytes)
+        self.filterBlock = filterBlock
+        filter = filterBlock.contents
     }
 
-    deinit {
-        file.close()
-        filterStorage.deallocate()
-    }
+    deinit { file.close() }
 
     /// Closes and removes the file of a segment nothing uses any more.
     func deleteFile() {
@@ -88,7 +84,7 @@ final class SegmentReader: @unchecked Sendable {
     /// Reads, verifies and decompresses one block. Filter and properties blocks are handled
     /// here too: for them the "contents" are raw bytes, so the restart-array check is skipped.
     private static func readBlock(file: any ReadableFile, path: String, handle: BlockHandle, parseRestarts: Bool = true,
-                                  once: Bool = false) throws -> Block {
+                                  once: Bool = false, alignment: Int = 8) throws -> Block {
         let trailer = FormatConstants.blockTrailerBytes
         guard handleInRange(handle, fileSize: file.size) else {
             throw StorageError.corruption(file: path, offset: handle.offset, reason: "block handle out of range")
@@ -97,7 +93,7 @@ final class SegmentReader: @unchecked Sendable {
         // Always a copy, never a read in place from a mapping: a mapped page can fault (another
         // process truncated the file, a media error), and only the file's guarded copy turns
         // that into an error (SPEC.md §6.6).
-        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: n + trailer, alignment: 8)
+        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: n + trailer, alignment: alignment)
         do {
             try file.readExactly(at: handle.offset, into: buf, path: path, once: once)
         } catch {
