@@ -159,3 +159,18 @@ final class Child {
         self.parent = ToOne(target: parent)
     }
 }
+
+// A to-one whose target is a struct entity (held in a box by the relation).
+
+@Entity
+struct Badge {
+    var id: Id = 0
+    var label = ""
+}
+
+@Entity
+final class BadgeHolder {
+    var id: Id = 0
+    var name = ""
+    var badge: ToOne<Badge> = nil
+}

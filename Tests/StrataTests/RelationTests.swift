@@ -41,6 +41,46 @@ import Testing
     }
 
     /// ObjectBox: "One-to-Many Relations" — the backlink sees both orders.
+    /// A to-one whose target is a struct: assigned new (the put stores the copy with its id),
+    /// read lazily, prefetched, reset and cleared, like a class target.
+    @Test func toOneToAStructTarget() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let members = store.box(for: BadgeHolder.self)
+        let member = BadgeHolder()
+        member.name = "ann"
+        member.badge.target = Badge(label: "gold")
+        let memberId = try members.put(member)
+        let badgeId = try #require(member.badge.targetId)
+        #expect(member.badge.target?.id == badgeId)
+        #expect(member.badge.target?.label == "gold")
+        #expect(try store.box(for: Badge.self).get(badgeId)?.label == "gold")
+
+        let read = try #require(try members.get(memberId))
+        #expect(read.badge.targetId == badgeId)
+        #expect(!read.badge.isTargetLoaded)
+        #expect(read.badge.target?.label == "gold")
+        #expect(read.badge.isTargetLoaded)
+        read.badge.reset()
+        #expect(!read.badge.isTargetLoaded)
+        #expect(read.badge.target?.id == badgeId)
+
+        let all = try members.all()
+        try members.prefetch(\.badge, for: all)
+        #expect(all.allSatisfy { $0.badge.isTargetLoaded && $0.badge.target?.label == "gold" })
+
+        read.badge.target = Badge(label: "silver")
+        try members.put(read)
+        let silverId = try #require(read.badge.targetId)
+        #expect(silverId != badgeId)
+        #expect(try members.get(memberId)?.badge.target?.label == "silver")
+        read.badge.target = nil
+        #expect(read.badge.target == nil)
+        try members.put(read)
+        #expect(try members.get(memberId)?.badge.targetId == nil)
+        #expect(try store.box(for: Badge.self).count() == 2)
+    }
+
     @Test func backlinkOfAToOne() throws {
         let dir = TemporaryDirectory()
         let store = try Store(directoryPath: dir.path, options: .testing())

@@ -21,8 +21,33 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     // run time, and no access to these holds them across a call.
     /// The target's id when known without the object (read from the store, or set by id).
     @usableFromInline @exclusivity(unchecked) var storedTargetId: Id = 0
-    /// The target, once loaded or assigned. Every assignment sets `mayHoldTarget`.
-    @usableFromInline @exclusivity(unchecked) var cached: Target?
+    /// The target, once loaded or assigned, held type-erased: the object itself when the
+    /// entity is a class, else a ``ToOneTargetBox``. A stored `Target?` made the class's field
+    /// layout depend on `Target`, and its release on every object read destroyed it through
+    /// the runtime's value witnesses (about 1,000 instructions an object); an `AnyObject?` is
+    /// one release. Every assignment sets `mayHoldTarget`.
+    @usableFromInline @exclusivity(unchecked) var cachedStorage: AnyObject?
+
+    /// The target, once loaded or assigned.
+    @usableFromInline var cached: Target? {
+        @inlinable @inline(__always) get {
+            guard let object = cachedStorage else { return nil }
+            // Folded at compile time in specialised code: entities are classes or structs.
+            if Target.self is AnyObject.Type { return unsafeBitCast(object, to: Target.self) }
+            return unsafeDowncast(object, to: ToOneTargetBox<Target>.self).value
+        }
+        @inlinable @inline(__always) set {
+            guard let newValue else {
+                cachedStorage = nil
+                return
+            }
+            if Target.self is AnyObject.Type {
+                cachedStorage = unsafeBitCast(newValue, to: AnyObject.self)
+            } else {
+                cachedStorage = ToOneTargetBox(newValue)
+            }
+        }
+    }
     /// False while `cached` is certainly nil: decoding then skips clearing it, since assigning
     /// a generic optional costs a runtime metadata lookup on every object read.
     @usableFromInline @exclusivity(unchecked) var mayHoldTarget = false
@@ -52,11 +77,8 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
         isAssigned = storedTargetId != 0
     }
 
-    /// Out of line: the generic optional's metadata lookup then runs only when there is
-    /// something to drop, not on every decode.
-    @inline(never)
     private func dropCachedTarget() {
-        cached = nil
+        cachedStorage = nil
         mayHoldTarget = false
     }
 
@@ -186,6 +208,13 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
         cached = target
         mayHoldTarget = true
     }
+}
+
+/// Holds a ``ToOne``'s target when the entity is a struct.
+@usableFromInline
+final class ToOneTargetBox<Target> {
+    @usableFromInline let value: Target
+    @inlinable init(_ value: Target) { self.value = value }
 }
 
 extension ToOne: RelationPutUndo {
