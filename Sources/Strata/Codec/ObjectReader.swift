@@ -43,15 +43,18 @@ public struct ObjectReader {
     }
 
     /// Connects a standalone to-many to its owner, so that it loads lazily.
+    // The store and binding are passed as borrowed, not bound with `guard let`: each binding
+    // copied an optional class reference through a generic outlined copy (a hundred
+    // instructions a decoded object with a backlink).
     public func attach<T: Entity>(_ relation: ToMany<T>, field: Int) {
-        guard let store, let binding else { return }
-        relation.attachStandalone(store: store, entityId: binding.entityId, propertyId: binding.propertyIds[field], ownerId: ownerId)
+        guard store != nil, binding != nil else { return }
+        relation.attachStandalone(store: store!, entityId: binding!.entityId, propertyId: binding!.propertyIds[field], ownerId: ownerId)
     }
 
     /// Connects a backlink to its owner, so that it loads lazily.
     public func attach<T: Entity>(_ relation: ToMany<T>, backlink: Int) {
-        guard let store, let binding else { return }
-        relation.attachBacklink(store: store, owner: binding, index: backlink, ownerId: ownerId)
+        guard store != nil, binding != nil else { return }
+        relation.attachBacklink(store: store!, owner: binding!, index: backlink, ownerId: ownerId)
     }
 
     /// The declared position of the next field this type knows, or nil at the end.

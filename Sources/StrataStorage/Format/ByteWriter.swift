@@ -42,7 +42,7 @@ struct ByteWriter {
 
     /// Writes `value` as a varint into `buffer` at `offset` (at most 10 bytes); returns the
     /// offset after it. For callers that assemble a record before one append.
-    @inlinable @usableFromInline
+    @inlinable
     static func storeVarint(_ value: UInt64, in buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
         var v = value, n = offset
         while v >= 0x80 {
