@@ -25,7 +25,7 @@ import Testing
     /// filters on disk must not change with how the code computes them), for every k and for
     /// sizes that are not powers of two; and a probe answers as that definition does.
     @Test func theBitsAreTheSpecsForEveryProbeCount() {
-        func reference(_ hashes: [UInt64], bitsPerKey: Int) -> [UInt8] {
+        func reference(_ hashes: [UInt64], _ bitsPerKey: Int) -> [UInt8] {
             let k = max(1, min(30, Int(Double(bitsPerKey) * 0.69)))
             let bytes = (max(64, hashes.count * bitsPerKey) + 7) / 8
             let nbits = UInt64(bytes * 8)
@@ -39,23 +39,32 @@ import Testing
             out[bytes] = UInt8(k)
             return out
         }
-        var rng = SplitMix64(state: 7)
+        Self.checkBits(layout: .spread, seed: 7, reference: reference) { built, h in
+            let k = UInt64(built[built.count - 1]), nbits = UInt64((built.count - 1) * 8)
+            return (0..<k).allSatisfy { j in
+                let bit = ((h & 0xFFFF_FFFF) &+ j &* ((h >> 32) | 1)) % nbits
+                return built[Int(bit >> 3)] & UInt8(1 << (bit & 7)) != 0
+            }
+        }
+    }
+
+    /// For every k and for sizes that are not powers of two: the built filter equals
+    /// `reference`, a probe answers as `expected` (the definition applied to the built bits)
+    /// does, and every key put in is found.
+    static func checkBits(layout: BloomFilter.Layout, seed: UInt64, reference: ([UInt64], Int) -> [UInt8],
+                          expected: ([UInt8], UInt64) -> Bool) {
+        var rng = SplitMix64(state: seed)
         for bitsPerKey in [1, 2, 5, 10, 13, 20, 44] {
             for count in [1, 7, 100, 1_001] {
                 let hashes = (0..<count).map { _ in rng.next() }
-                let built = BloomFilter.build(hashes: hashes, bitsPerKey: bitsPerKey, layout: .spread)
-                #expect(built == reference(hashes, bitsPerKey: bitsPerKey), "\(bitsPerKey) bits a key, \(count) keys")
+                let built = BloomFilter.build(hashes: hashes, bitsPerKey: bitsPerKey, layout: layout)
+                #expect(built == reference(hashes, bitsPerKey), "\(layout): \(bitsPerKey) bits a key, \(count) keys")
                 built.withUnsafeBytes { f in
                     for _ in 0..<200 {
                         let h = rng.next()
-                        let k = UInt64(built[built.count - 1]), nbits = UInt64((built.count - 1) * 8)
-                        let expected = (0..<k).allSatisfy { j in
-                            let bit = ((h & 0xFFFF_FFFF) &+ j &* ((h >> 32) | 1)) % nbits
-                            return built[Int(bit >> 3)] & UInt8(1 << (bit & 7)) != 0
-                        }
-                        #expect(BloomFilter.mayContain(f, hash: h, layout: .spread) == expected)
+                        #expect(BloomFilter.mayContain(f, hash: h, layout: layout) == expected(built, h))
                     }
-                    #expect(hashes.allSatisfy { BloomFilter.mayContain(f, hash: $0, layout: .spread) })
+                    #expect(hashes.allSatisfy { BloomFilter.mayContain(f, hash: $0, layout: layout) })
                 }
             }
         }
@@ -71,7 +80,7 @@ import Testing
             for _ in 0..<k { out.append(Int(p >> 23)); p = p &* 0x9E37_79B9 }
             return out
         }
-        func reference(_ hashes: [UInt64], bitsPerKey: Int) -> [UInt8] {
+        func reference(_ hashes: [UInt64], _ bitsPerKey: Int) -> [UInt8] {
             let k = max(1, min(30, Int(Double(bitsPerKey) * 0.69)))
             let lines = max(1, (hashes.count * bitsPerKey + 511) / 512)
             var out = [UInt8](repeating: 0, count: lines * 64 + 1)
@@ -81,22 +90,9 @@ import Testing
             out[lines * 64] = UInt8(k)
             return out
         }
-        var rng = SplitMix64(state: 11)
-        for bitsPerKey in [1, 2, 5, 10, 13, 20, 44] {
-            for count in [1, 7, 100, 1_001] {
-                let hashes = (0..<count).map { _ in rng.next() }
-                let built = BloomFilter.build(hashes: hashes, bitsPerKey: bitsPerKey, layout: .cacheLine)
-                #expect(built == reference(hashes, bitsPerKey: bitsPerKey), "\(bitsPerKey) bits a key, \(count) keys")
-                let lines = (built.count - 1) / 64, k = Int(built[built.count - 1])
-                built.withUnsafeBytes { f in
-                    for _ in 0..<200 {
-                        let h = rng.next()
-                        let expected = probes(h, k).allSatisfy { bit in built[line(h, lines) * 64 + bit / 8] & UInt8(1 << (bit % 8)) != 0 }
-                        #expect(BloomFilter.mayContain(f, hash: h, layout: .cacheLine) == expected)
-                    }
-                    #expect(hashes.allSatisfy { BloomFilter.mayContain(f, hash: $0, layout: .cacheLine) })
-                }
-            }
+        Self.checkBits(layout: .cacheLine, seed: 11, reference: reference) { built, h in
+            let lines = (built.count - 1) / 64, k = Int(built[built.count - 1])
+            return probes(h, k).allSatisfy { bit in built[line(h, lines) * 64 + bit / 8] & UInt8(1 << (bit % 8)) != 0 }
         }
     }
 

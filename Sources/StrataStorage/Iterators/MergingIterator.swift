@@ -31,21 +31,15 @@ final class MergingIterator: InternalIterator {
             }
         }
 
-        @inline(__always) func next() {
+        /// Moves the child one entry forward or backward.
+        @inline(__always) func step(forward: Bool) {
             switch self {
-            case let .memtable(u): u._withUnsafeGuaranteedRef { $0.next() }
-            case let .segment(u): u._withUnsafeGuaranteedRef { $0.next() }
-            case let .level(u): u._withUnsafeGuaranteedRef { $0.next() }
-            case .other: existential.next()
-            }
-        }
-
-        @inline(__always) func prev() {
-            switch self {
-            case let .memtable(u): u._withUnsafeGuaranteedRef { $0.prev() }
-            case let .segment(u): u._withUnsafeGuaranteedRef { $0.prev() }
-            case let .level(u): u._withUnsafeGuaranteedRef { $0.prev() }
-            case .other: existential.prev()
+            case let .memtable(u): u._withUnsafeGuaranteedRef { forward ? $0.next() : $0.prev() }
+            case let .segment(u): u._withUnsafeGuaranteedRef { forward ? $0.next() : $0.prev() }
+            case let .level(u): u._withUnsafeGuaranteedRef { forward ? $0.next() : $0.prev() }
+            case .other:
+                let e = existential
+                if forward { e.next() } else { e.prev() }
             }
         }
 
@@ -221,11 +215,11 @@ final class MergingIterator: InternalIterator {
             }
             forward = true
             // The current child steps too; then every child is past the key, in the new order.
-            children[current].next()
+            children[current].step(forward: true)
             rebuild()
             return
         }
-        children[current].next()
+        children[current].step(forward: true)
         winnerMoved()
     }
 
@@ -242,11 +236,11 @@ final class MergingIterator: InternalIterator {
             }
             forward = false
             // The current child steps too; then every child is before the key, in the new order.
-            children[current].prev()
+            children[current].step(forward: false)
             rebuild()
             return
         }
-        children[current].prev()
+        children[current].step(forward: false)
         winnerMoved()
     }
 }
