@@ -25,7 +25,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     /// entity is a class, else a ``ToOneTargetBox``. A stored `Target?` made the class's field
     /// layout depend on `Target`, and its release on every object read destroyed it through
     /// the runtime's value witnesses (about 1,000 instructions an object); an `AnyObject?` is
-    /// one release. Every assignment sets `mayHoldTarget`.
+    /// one release, and clearing it costs nothing when it is already nil.
     @usableFromInline @exclusivity(unchecked) var cachedStorage: AnyObject?
 
     /// The target, once loaded or assigned.
@@ -48,9 +48,6 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
             }
         }
     }
-    /// False while `cached` is certainly nil: decoding then skips clearing it, since assigning
-    /// a generic optional costs a runtime metadata lookup on every object read.
-    @usableFromInline @exclusivity(unchecked) var mayHoldTarget = false
     @usableFromInline @exclusivity(unchecked) var isResolved = true
     /// Where lazy loads read from: set when the source object is read or put.
     @usableFromInline @exclusivity(unchecked) private(set) var store: Store?
@@ -65,7 +62,6 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     /// A relation to `target` (which may be new: putting the source puts it too).
     public init(target: Target?) {
         cached = target
-        mayHoldTarget = true
         storedTargetId = target?.id ?? 0
         isAssigned = target != nil
     }
@@ -77,16 +73,11 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
         isAssigned = storedTargetId != 0
     }
 
-    private func dropCachedTarget() {
-        cachedStorage = nil
-        mayHoldTarget = false
-    }
-
     /// Sets what a read of the source object found: the target's id, to load lazily.
     func loaded(storedTargetId: Id, store: Store?) {
         self.storedTargetId = storedTargetId
         self.store = store
-        if mayHoldTarget { dropCachedTarget() }
+        cachedStorage = nil
         isResolved = storedTargetId == 0
         isAssigned = false
     }
@@ -100,7 +91,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
         }
         set {
             storedTargetId = newValue ?? 0
-            if mayHoldTarget { dropCachedTarget() }
+            cachedStorage = nil
             isResolved = storedTargetId == 0
             isAssigned = true
         }
@@ -113,7 +104,6 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
         @inlinable get { try? resolveTarget() }
         set {
             cached = newValue
-            mayHoldTarget = true
             storedTargetId = newValue?.id ?? 0
             isResolved = true
             isAssigned = true
@@ -127,7 +117,6 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
         guard let store else { throw notAttached() }
         let loaded = try store.box(for: Target.self).get(storedTargetId)
         cached = loaded
-        mayHoldTarget = true
         isResolved = true
         if loaded == nil { storedTargetId = 0 }
         return loaded
@@ -145,7 +134,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     public func reset() {
         if isResolved, let id = cached?.id, id != 0 { storedTargetId = id }
         if storedTargetId != 0 {
-            if mayHoldTarget { dropCachedTarget() }
+            cachedStorage = nil
             isResolved = false
         }
     }
@@ -157,7 +146,6 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
         get { isResolved ? cached : nil }
         set {
             cached = newValue
-            mayHoldTarget = true
         }
     }
 
@@ -172,7 +160,6 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     @usableFromInline
     func prefetched(_ target: Target?, store: Store) {
         cached = target
-        mayHoldTarget = true
         storedTargetId = target?.id ?? 0
         isResolved = true
         self.store = store
@@ -188,25 +175,23 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     /// The target was removed since this relation was read (a stale copy): the relation reads
     /// as empty, as the store holds it. A rollback brings back what it was.
     func clearRemovedTarget(in t: Transaction) {
-        let (id, target, mayHold, resolved) = (storedTargetId, cached, mayHoldTarget, isResolved)
+        let (id, target, resolved) = (storedTargetId, cachedStorage, isResolved)
         t.logUndo(.restore { [self] in
             storedTargetId = id
-            cached = target
-            mayHoldTarget = mayHold
+            cachedStorage = target
             isResolved = resolved
         })
         storedTargetId = 0
-        if mayHoldTarget { dropCachedTarget() }
+        cachedStorage = nil
         isResolved = true
     }
 
     /// Replaces the assigned target by `target` (a new one's copy with its id, for a struct),
     /// with the old one brought back by a rollback.
     func replaceAssignedTarget(_ target: Target, in t: Transaction) {
-        let previous = cached
-        t.logUndo(.restore { [self] in cached = previous })
+        let previous = cachedStorage
+        t.logUndo(.restore { [self] in cachedStorage = previous })
         cached = target
-        mayHoldTarget = true
     }
 }
 

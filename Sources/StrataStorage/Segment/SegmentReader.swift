@@ -15,6 +15,7 @@ final class SegmentReader: @unchecked Sendable {
     /// ``BloomFilter/Layout/cacheLine`` filter is one cache line (filter blocks are stored raw,
     /// so the block keeps the buffer it was read into).
     private let filterBlock: Block
+    /// `filterBlock`'s bytes, kept here so that a probe does not first load the block object.
     private let filter: UnsafeRawBufferPointer
     private let filterLayout: BloomFilter.Layout
     private let cache: BlockCache
