@@ -21,6 +21,23 @@ import Testing
         #expect(try e.keys(ks) == ["a", "b", "c"])
         #expect(try e.getString("b", in: ks) == "2")
     }
+
+    @Test func closeEmptiesTheBlockCache() throws {
+        let dir = TemporaryDirectory()
+        let e = try Engine.open(directory: dir.path)
+        let ks = e.defaultKeySpace
+        for i in 0..<2_000 { try e.put("k\(i)", String(repeating: "v", count: 100), in: ks) }
+        try e.flush()
+        for i in stride(from: 0, to: 2_000, by: 7) { #expect(try e.getString("k\(i)", in: ks) != nil) }
+        #expect(e.statistics().blockCacheBytes > 0)
+        e.close()
+        // Emptied before close returns; only the freeing of the blocks is left to a background thread.
+        #expect(e.statistics().blockCacheBytes == 0)
+        #expect(throws: StorageError.self) { try e.getString("k1", in: ks) }
+        let reopened = try Engine.open(directory: dir.path)
+        defer { reopened.close() }
+        #expect(try reopened.getString("k1999", in: reopened.defaultKeySpace) == String(repeating: "v", count: 100))
+    }
 }
 
 @Suite struct LongKeyTests {

@@ -48,6 +48,63 @@ import Testing
         for k in absent { #expect(try e.get(k, in: e.defaultKeySpace) == nil, "\(string(k))") }
     }
 
+    /// The index summary's interpolated, galloping search must name the entry a plain binary
+    /// search of the index block names, and the handle decoded at open the one the block holds,
+    /// for dense ids (where the guess lands), skewed keys (where it lands far off), long runs of
+    /// entries whose integers tie, and targets before, between, on and after every entry.
+    @Test func indexSummaryAgreesWithTheIndexBlock() throws {
+        func bigEndian(_ v: UInt64) -> [UInt8] { withUnsafeBytes(of: v.bigEndian) { Array($0) } }
+        let distributions: [(String, [[UInt8]])] = [
+            ("dense ids", (0..<3_000).map { bytes("obj") + bigEndian(UInt64($0) + 1) }),
+            ("squares", (0..<2_000).map { bytes("sq") + bigEndian(UInt64($0) * UInt64($0) * 7_919) }),
+            ("powers", (0..<64).flatMap { e in (0..<20).map { bytes("p") + bigEndian((UInt64(1) << UInt64(e)) &+ UInt64($0)) } }),
+            ("ties past eight bytes", (0..<1_500).map { bytes("t") + bigEndian(UInt64($0 / 300)) + bytes("/tail-\($0 % 300 + 1_000)") }),
+            ("text", (0..<1_500).map { bytes("user/\($0 * 37 % 1_500)/profile") }),
+        ]
+        var rng = SplitMix64(state: 11)
+        for (name, keys) in distributions {
+            let fs = InMemoryFileSystem()
+            let e = try Engine.open(directory: Self.dir, options: .testing(fs, blockBytes: 128))
+            var batch = WriteBatch()
+            for k in keys { batch.put(k, bytes("v"), in: e.defaultKeySpace) }
+            try e.write(batch)
+            try e.flush()
+            e.close()
+            let seg = try fs.listDirectory(Self.dir).first { $0.hasSuffix(".seg") }!
+            let reader = try SegmentReader.open(fileSystem: fs, path: Self.dir + "/" + seg, fileNumber: 1,
+                                                cache: BlockCache(capacityBytes: 1 << 20), stats: StatisticsCounters())
+            let summary = try #require(reader.indexSummary, "\(name)")
+            let index = reader.index
+            #expect(summary.count == index.restartCount && index.restartCount > 50, "\(name): \(index.restartCount) entries")
+            for i in 0..<index.restartCount {
+                var r = ByteReader(try #require(index.indexEntryValue(i)))
+                #expect(BlockHandle.decode(&r) == summary.handle(i), "\(name) entry \(i)")
+            }
+            let sorted = keys.sorted { $0.lexicographicallyPrecedes($1) }
+            var targets: [[UInt8]] = [[], [0xFF, 0xFF, 0xFF], sorted[0], sorted[sorted.count - 1] + [0]]
+            for _ in 0..<3_000 {
+                let k = sorted[Int(rng.next() % UInt64(sorted.count))]
+                switch rng.next() % 4 {
+                case 0: targets.append(k)
+                case 1: targets.append(k + [0])
+                case 2: targets.append(Array(k.dropLast()))
+                default:
+                    var m = k
+                    m[m.count - 1] &+= 1
+                    targets.append(m)
+                }
+            }
+            for t in targets {
+                for sequence in [UInt64(0), 1 << 40] {
+                    let lookup = t + withUnsafeBytes(of: InternalKey.seekTrailer(sequence: sequence).littleEndian) { Array($0) }
+                    lookup.withUnsafeBytes { k in
+                        #expect(index.indexPosition(k, summary: summary) == index.indexPosition(k), "\(name) \(t)")
+                    }
+                }
+            }
+        }
+    }
+
     @Test func everyFlippedByteIsReportedNeverReturnedAsData() throws {
         let fs = InMemoryFileSystem()
         let count = 60

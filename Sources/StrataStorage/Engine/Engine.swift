@@ -168,9 +168,10 @@ public final class Engine: @unchecked Sendable {
         return l
     }
 
-    /// Closes the store: waits for a running flush, closes the files, releases the lock. Data
-    /// in the memtable stays in the write-ahead log and is replayed at the next open. Further
-    /// calls throw ``StorageError/closed``. Closing twice is harmless.
+    /// Closes the store: waits for a running flush, closes the files, releases the lock, empties
+    /// the block cache (its memory is freed on a background thread). Data in the memtable stays
+    /// in the write-ahead log and is replayed at the next open. Further calls throw
+    /// ``StorageError/closed``. Closing twice is harmless.
     public func close() {
         guard isClosed.exchange(true, ordering: .acquiringAndReleasing) == false else { return }
         commitLock.lock()
@@ -189,6 +190,9 @@ public final class Engine: @unchecked Sendable {
         manifestLock.withLock { versions.close() }
         fileLock?.release()
         fileLock = nil
+        // Nothing reads through the cache any more (reads check `isClosed` first; one already
+        // past the check holds its block).
+        cache.removeAllReleasingInBackground()
     }
 
     @inline(__always) func checkOpen() throws {

@@ -131,7 +131,7 @@ final class SegmentIterator: InternalIterator {
 
     func seek(_ target: UnsafeRawBufferPointer) {
         guard error == nil else { return }
-        guard let position = reader.index.indexPosition(target, prefixes: reader.indexPrefixes) else {
+        guard let position = reader.index.indexPosition(target, summary: reader.indexSummary) else {
             fail(reader.indexCorruption)
             return
         }

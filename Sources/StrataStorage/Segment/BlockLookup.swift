@@ -58,12 +58,12 @@ extension Block {
 
     /// Index blocks (every entry a restart point, stored whole): the position of the first entry
     /// whose key is >= target (`restartCount` when every key is smaller); nil when the block is
-    /// malformed. `prefixes`, when given, narrows the search to the entries whose key prefix
+    /// malformed. `summary`, when given, narrows the search to the entries whose key integer
     /// ties with the target's.
-    func indexPosition(_ target: UnsafeRawBufferPointer, prefixes: IndexKeyPrefixes? = nil) -> Int? {
+    func indexPosition(_ target: UnsafeRawBufferPointer, summary: IndexSummary? = nil) -> Int? {
         var lo = 0, hi = restartCount
-        if let prefixes {
-            switch prefixes.candidates(for: InternalKey.userKey(target)) {
+        if let summary {
+            switch summary.candidates(for: InternalKey.userKey(target)) {
             case .afterAll: return restartCount
             case let .within(range): (lo, hi) = (range.lowerBound, range.upperBound)
             }

@@ -10,7 +10,9 @@ final class SegmentReader: @unchecked Sendable {
     let fileSize: UInt64
     let properties: SegmentProperties
     let index: Block
-    let indexPrefixes: IndexKeyPrefixes?
+    /// The index's keys as integers and its handles decoded (nil when the index is malformed:
+    /// reads then search the block itself and report the damage).
+    let indexSummary: IndexSummary?
     /// The filter block, read into a 64-byte aligned buffer so that a line of a
     /// ``BloomFilter/Layout/cacheLine`` filter is one cache line (filter blocks are stored raw,
     /// so the block keeps the buffer it was read into).
@@ -53,7 +55,7 @@ final class SegmentReader: @unchecked Sendable {
         }
         let footer = try raw.withUnsafeBytes { try SegmentFooter.decode($0, file: path, fileSize: fileSize) }
         index = try Self.readBlock(file: file, path: path, handle: footer.index)
-        indexPrefixes = IndexKeyPrefixes(index: index)
+        indexSummary = IndexSummary(index: index)
         let filterBlock = try Self.readBlock(file: file, path: path, handle: footer.filter, parseRestarts: false,
                                             alignment: BloomFilter.lineBytes)
         let propsBlock = try Self.readBlock(file: file, path: path, handle: footer.properties, parseRestarts: false)
@@ -192,13 +194,15 @@ final class SegmentReader: @unchecked Sendable {
     /// the blocks of many keys before searching any.
     func blockHandle(lookupKey: UnsafeRawBufferPointer, hash: UInt64) throws -> BlockHandle? {
         guard mayContain(hash: hash) else { return nil }
-        guard let position = index.indexPosition(lookupKey, prefixes: indexPrefixes) else { throw indexCorruption }
+        guard let position = index.indexPosition(lookupKey, summary: indexSummary) else { throw indexCorruption }
         return position < index.restartCount ? try blockHandle(atIndexEntry: position) : nil
     }
 
     /// The data block that index entry `position` names (every index entry is a restart point).
     /// Point reads and ``SegmentIterator`` both read index entries through this.
+    @inline(__always)
     func blockHandle(atIndexEntry position: Int) throws -> BlockHandle {
+        if let indexSummary { return indexSummary.handle(position) }
         guard let value = index.indexEntryValue(position) else { throw indexCorruption }
         return try handle(fromIndexValue: value)
     }

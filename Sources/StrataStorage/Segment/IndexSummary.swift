@@ -1,0 +1,160 @@
+/// An in-memory summary of a segment's index block, built when the segment opens: for each
+/// index entry, the eight user-key bytes that follow the prefix every entry shares, as a
+/// big-endian integer, beside the entry's decoded block handle.
+///
+/// A point read or seek finds its index entry with integer comparisons and takes the handle
+/// from the same array, touching the index block only where a target's integer ties with an
+/// entry's. The search starts where the target's integer falls between the first and the last
+/// entry's, then gallops: object keys are dense increasing ids, so the guess is usually the
+/// entry itself or next to it, one or two cache lines where a binary search over a segment's
+/// hundreds of entries touched ten (Bourbon's learned index, OSDI '20, in its simplest form:
+/// one straight line per segment). Any other distribution costs at most twice a binary search.
+///
+/// Order-preserving: for user keys `a < b`, `word(a) <= word(b)` (bytes past the shared prefix,
+/// zero-padded, compared as one big-endian word), so entries whose integer is below the
+/// target's hold smaller keys and entries whose integer is above it hold larger ones.
+struct IndexSummary {
+    struct Entry {
+        var word: UInt64
+        var offset: UInt64
+        var size: UInt64
+    }
+
+    /// User-key bytes every index entry starts with.
+    private let shared: [UInt8]
+    /// Per index entry (restart point), its word and block handle.
+    private let entries: [Entry]
+
+    /// Nil when the index block does not decode as whole entries with handles; lookups then
+    /// take the plain path, which reports the damage.
+    init?(index: Block) {
+        var keys: [UnsafeRawBufferPointer] = []
+        var handles: [BlockHandle] = []
+        keys.reserveCapacity(index.restartCount)
+        handles.reserveCapacity(index.restartCount)
+        for i in 0..<index.restartCount {
+            guard let key = index.indexEntryKey(i), let value = index.indexEntryValue(i) else { return nil }
+            var r = ByteReader(value)
+            guard let h = BlockHandle.decode(&r) else { return nil }
+            keys.append(InternalKey.userKey(key))
+            handles.append(h)
+        }
+        guard let first = keys.first else { return nil }
+        var common = first.count
+        for k in keys.dropFirst() {
+            var n = 0
+            let limit = min(common, k.count)
+            while n < limit && k[n] == first[n] { n += 1 }
+            common = n
+        }
+        shared = Array(first[0..<common])
+        entries = zip(keys, handles).map { k, h in Entry(word: Self.word(of: k, after: common), offset: h.offset, size: h.size) }
+    }
+
+    var count: Int { entries.count }
+
+    /// The block handle of index entry `i`, as decoded at open. REQUIRES: `i < count`.
+    @inline(__always) func handle(_ i: Int) -> BlockHandle {
+        let e = entries[i]
+        return BlockHandle(offset: e.offset, size: e.size)
+    }
+
+    @inline(__always)
+    private static func word(of key: UnsafeRawBufferPointer, after skip: Int) -> UInt64 {
+        var w: UInt64 = 0
+        var i = skip
+        let end = min(key.count, skip + 8)
+        while i < end {
+            w |= UInt64(key[i]) << UInt64(56 - 8 * (i - skip))
+            i += 1
+        }
+        return w
+    }
+
+    /// Where to look for the first index entry >= a lookup key with user key `userKey`.
+    enum Candidates {
+        /// Every entry is smaller.
+        case afterAll
+        /// The answer lies in `range`, or is `range.upperBound` when no entry in it is >= target.
+        case within(Range<Int>)
+    }
+
+    func candidates(for userKey: UnsafeRawBufferPointer) -> Candidates {
+        let n = min(shared.count, userKey.count)
+        for i in 0..<n where userKey[i] != shared[i] {
+            return userKey[i] < shared[i] ? .within(0..<0) : .afterAll
+        }
+        // A target shorter than the shared prefix sorts before every entry.
+        if userKey.count < shared.count { return .within(0..<0) }
+        let target = Self.word(of: userKey, after: shared.count)
+        return entries.withUnsafeBufferPointer { e in
+            let lo = Self.firstNotBelow(target, in: e)
+            return .within(lo..<Self.firstAbove(target, in: e, from: lo))
+        }
+    }
+
+    /// The first position whose word is >= `t` (`e.count` when none is), searched from an
+    /// interpolated guess.
+    private static func firstNotBelow(_ t: UInt64, in e: UnsafeBufferPointer<Entry>) -> Int {
+        let n = e.count
+        guard n > 0, e[0].word < t else { return 0 }
+        guard e[n - 1].word >= t else { return n }
+        // e[0] < t <= e[n - 1]: the span is positive, and the guess at most n - 1.
+        let span = e[n - 1].word - e[0].word
+        let guess = Int(span.dividingFullWidth((t - e[0].word).multipliedFullWidth(by: UInt64(n - 1))).quotient)
+        // Bracket the answer: e[lo] < t <= e[hi], galloping away from the guess.
+        var lo: Int, hi: Int
+        var step = 1
+        if e[guess].word >= t {
+            hi = guess
+            lo = 0
+            while step <= hi {
+                if e[hi - step].word < t {
+                    lo = hi - step
+                    break
+                }
+                hi -= step
+                step &<<= 1
+            }
+        } else {
+            lo = guess
+            hi = n - 1
+            while lo + step < n - 1 {
+                if e[lo + step].word >= t {
+                    hi = lo + step
+                    break
+                }
+                lo += step
+                step &<<= 1
+            }
+        }
+        while hi - lo > 1 {
+            let mid = (lo &+ hi) >> 1
+            if e[mid].word < t { lo = mid } else { hi = mid }
+        }
+        return hi
+    }
+
+    /// The first position at or after `from` whose word is > `t`, where `e[from]`, if any, is
+    /// >= `t`: `from` itself unless words tie with the target.
+    private static func firstAbove(_ t: UInt64, in e: UnsafeBufferPointer<Entry>, from: Int) -> Int {
+        let n = e.count
+        guard from < n, e[from].word == t else { return from }
+        // e[lo] <= t < e[hi] (hi = n: past the end).
+        var lo = from, hi = n
+        var step = 1
+        while lo + step < n {
+            if e[lo + step].word > t {
+                hi = lo + step
+                break
+            }
+            lo += step
+            step &<<= 1
+        }
+        while hi - lo > 1 {
+            let mid = (lo &+ hi) >> 1
+            if e[mid].word <= t { lo = mid } else { hi = mid }
+        }
+        return hi
+    }
+}
