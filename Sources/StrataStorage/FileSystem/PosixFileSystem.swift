@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import CStrataSupport
+import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -211,7 +212,17 @@ final class PosixReadableFile: ReadableFile {
 
     deinit {
         close()
-        if let mapping { munmap(UnsafeMutableRawPointer(mutating: mapping.baseAddress), mapping.count) }
+        // Unmapped on a background thread: tearing down the page tables of segments whose pages
+        // were read is paid by whichever thread drops the last reference (a closing store: about
+        // 3 ms for the object-graph benchmark's 66 MB, 16% of its close and reopen; a reader
+        // that releases a compacted-away version). The range stays reserved until then, so
+        // nothing else can be mapped over it, and no reader is left to touch it.
+        if let mapping {
+            let address = UInt(bitPattern: mapping.baseAddress), count = mapping.count
+            DispatchQueue.global(qos: .utility).async {
+                munmap(UnsafeMutableRawPointer(bitPattern: address), count)
+            }
+        }
     }
 
     func map() {
