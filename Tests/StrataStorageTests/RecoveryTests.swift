@@ -38,6 +38,43 @@ import Testing
         return (wal, sizes[sizes.count - 2], sizes[sizes.count - 1])
     }
 
+    /// A log several times the replay's window (``Recovery/replayWindowBytes``), with batches
+    /// over two key spaces and overwrites, replays whole: each window's operations are inserted
+    /// before the window moves on, in their order.
+    @Test func aLogOfManyReplayWindowsReplaysWhole() throws {
+        let fs = InMemoryFileSystem()
+        let options = EngineOptions.testing(fs, memtableBytes: 64 << 20)
+        var expected: [[UInt8]: [UInt8]] = [:]
+        do {
+            let e = try Engine.open(directory: Self.dir, options: options)
+            let other = try e.keySpace(named: "other")
+            for round in 0..<3 {
+                for b in 0..<400 {
+                    var batch = WriteBatch()
+                    for i in 0..<10 {
+                        let k = key(b * 10 + i)
+                        let v = [UInt8](repeating: UInt8(truncatingIfNeeded: round &+ i), count: 200 + i)
+                        batch.put(k, v, in: e.defaultKeySpace)
+                        batch.put(k, v.reversed(), in: other)
+                        expected[k] = v
+                    }
+                    try e.write(batch)
+                }
+            }
+            #expect(e.statistics().keySpaces.allSatisfy { $0.segmentsPerLevel.allSatisfy { $0 == 0 } })
+            #expect(e.statistics().walFileBytes > 4 * Recovery.replayWindowBytes)
+            e.close()
+        }
+        let e = try Engine.open(directory: Self.dir, options: options)
+        defer { e.close() }
+        let other = try e.keySpace(named: "other")
+        #expect(expected.count == 4_000)
+        for (k, v) in expected {
+            #expect(try e.get(k, in: e.defaultKeySpace) == v)
+            #expect(try e.get(k, in: other) == v.reversed())
+        }
+    }
+
     @Test func truncatedTailAtEveryOffsetKeepsEveryEarlierBatch() throws {
         let fs = InMemoryFileSystem()
         let (wal, lastStart, lastEnd) = try Self.writeBatches(fs, count: 5)
