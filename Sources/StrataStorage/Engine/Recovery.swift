@@ -128,6 +128,10 @@ enum Recovery {
         } else {
             versions = try VersionSet.recover(fileSystem: fs, directory: directory, stats: stats, openReader: openReader)
         }
+        // The segments open on other threads while the logs replay, and are installed once both
+        // have ended; on any error on the way, the opens are waited for before it is thrown.
+        let opening = VersionSet.PendingOpen(versions.recoveredSegments, with: openReader)
+        defer { _ = try? opening.wait() }
 
         // The WAL the manifest's log number names is deleted only after a later edit raises the
         // log number. Missing, it means that later edits were lost (a damaged or truncated
@@ -193,6 +197,7 @@ enum Recovery {
                 if !vouched { torn = (n, outcome.validEnd) }
             }
         }
+        try versions.installRecoveredSegments(opening.wait())
         versions.noteLastSequence(lastSequence)
         if options.readOnly {
             // Nothing is written: no new manifest, no WAL, no clean-up.

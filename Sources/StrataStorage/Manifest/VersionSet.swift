@@ -60,8 +60,57 @@ final class VersionSet: @unchecked Sendable {
         return readers
     }
 
+    /// ``openAll(_:with:)`` started on a background thread: a reopening store replays its logs
+    /// meanwhile, which needs no segment, so the two keep both cores busy instead of taking
+    /// turns (each alone leaves a core idle part of the time: the replay while it decodes a
+    /// window, the opens at their end).
+    final class PendingOpen: Sendable {
+        private let done = DispatchSemaphore(value: 0)
+        private let result = LockedValue<Result<[UInt64: SegmentReader], any Error>?>(nil)
+
+        init(_ metas: [SegmentMeta], with open: @escaping @Sendable (SegmentMeta) throws -> SegmentReader) {
+            guard !metas.isEmpty else {
+                result.withLock { $0 = .success([:]) }
+                done.signal()
+                return
+            }
+            DispatchQueue.global().async { [result, done] in
+                let r = Result { try VersionSet.openAll(metas, with: open) }
+                result.withLock { $0 = r }
+                done.signal()
+            }
+        }
+
+        /// The opened readers, or the first open's error, once every open has ended.
+        func wait() throws -> [UInt64: SegmentReader] {
+            done.wait()
+            done.signal()   // for a later call: the result stays
+            return try result.withLock { $0! }.get()
+        }
+    }
+
+    /// The live segments the manifest names, read by ``recover`` and not opened yet: the
+    /// caller opens them (``PendingOpen``) and hands the readers to
+    /// ``installRecoveredSegments(_:)``.
+    private(set) var recoveredSegments: [SegmentMeta] = []
+
+    /// Makes the recovered segments, opened, the current version.
+    func installRecoveredSegments(_ readers: [UInt64: SegmentReader]) throws {
+        var edit = VersionEdit()
+        edit.addedKeySpaces = keySpaces
+        edit.addedSegments = recoveredSegments
+        current = try Version(keySpaces: [:]).applying(edit) { meta in
+            guard let r = readers[meta.fileNumber] else {
+                throw StorageError.corruption(file: directory, offset: 0, reason: "segment \(meta.fileNumber) was not opened")
+            }
+            return r
+        }
+        recoveredSegments = []
+    }
+
     /// Reads CURRENT and the manifest it names (SPEC.md §Recovery). A torn last record (a crash
     /// while appending an edit that never took effect) is dropped; any other damage throws.
+    /// The segments it names are left in ``recoveredSegments``, to be opened by the caller.
     static func recover(fileSystem: any FileSystem, directory: String, stats: StatisticsCounters,
                         openReader: @escaping @Sendable (SegmentMeta) throws -> SegmentReader) throws -> VersionSet {
         let set = VersionSet(fileSystem: fileSystem, directory: directory, stats: stats, openReader: openReader)
@@ -125,9 +174,8 @@ final class VersionSet: @unchecked Sendable {
         }
         var edit = VersionEdit()
         edit.addedKeySpaces = set.keySpaces
-        edit.addedSegments = Array(metas.values)
-        let readers = try openAll(edit.addedSegments, with: openReader)
-        set.current = try Version(keySpaces: [:]).applying(edit) { meta in readers[meta.fileNumber]! }
+        set.current = try Version(keySpaces: [:]).applying(edit) { _ in throw StorageError.closed }
+        set.recoveredSegments = Array(metas.values)
         set.manifestNumber = number
         set.nextFileNumber = max(set.nextFileNumber, number + 1)
         if !outcome.droppedTornTail, UInt64(outcome.validEnd) == file.size { set.readManifestBytes = file.size }
