@@ -29,7 +29,7 @@ public struct EngineOptions: Sendable {
     /// 4 MiB by measurement: random inserts of 1M entries ran at 1.54M/s with 4 MiB, 0.65M/s
     /// with 16 MiB and 0.53M/s with 64 MiB (skip-list nodes stop fitting in the CPU caches).
     public var memtableBytes = 4 << 20
-    /// Size of the LRU cache of decoded blocks.
+    /// Size of the cache of decoded blocks (evicting by CLOCK, an approximation of LRU).
     public var blockCacheBytes = 64 << 20
     /// Target size of a data block before compression. 2 KiB by measurement (SPEC.md §6.1):
     /// random point reads ran 20% faster than with 4 KiB, for 5% more space on disk.
