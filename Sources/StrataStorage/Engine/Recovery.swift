@@ -339,7 +339,7 @@ enum Recovery {
 
     /// The replay reads its log through a window of this size, inserting each window's
     /// operations before it moves on. Small enough that the window and the operation lists stay
-    /// in memory already touched: with a window the size of the log (2.4 MB of the object-graph
+    /// in memory already touched: with a window the size of the log (2.3 MB of the object-graph
     /// benchmark's), a fresh process's open faulted in every page of both, a quarter of its time.
     static let replayWindowBytes = 256 << 10
 

@@ -174,6 +174,7 @@ final class VersionSet: @unchecked Sendable {
         }
         var edit = VersionEdit()
         edit.addedKeySpaces = set.keySpaces
+        // The key spaces only: the segments join at `installRecoveredSegments`, once opened.
         set.current = try Version(keySpaces: [:]).applying(edit) { _ in throw StorageError.closed }
         set.recoveredSegments = Array(metas.values)
         set.manifestNumber = number

@@ -103,30 +103,16 @@ struct IndexSummary {
         let span = e[n - 1].word - e[0].word
         let guess = Int(span.dividingFullWidth((t - e[0].word).multipliedFullWidth(by: UInt64(n - 1))).quotient)
         // Bracket the answer: e[lo] < t <= e[hi], galloping away from the guess.
-        var lo: Int, hi: Int
+        guard e[guess].word >= t else { return firstFailing(after: guess, before: n - 1, in: e) { $0 < t } }
+        var lo = 0, hi = guess
         var step = 1
-        if e[guess].word >= t {
-            hi = guess
-            lo = 0
-            while step <= hi {
-                if e[hi - step].word < t {
-                    lo = hi - step
-                    break
-                }
-                hi -= step
-                step &<<= 1
+        while step <= hi {
+            if e[hi - step].word < t {
+                lo = hi - step
+                break
             }
-        } else {
-            lo = guess
-            hi = n - 1
-            while lo + step < n - 1 {
-                if e[lo + step].word >= t {
-                    hi = lo + step
-                    break
-                }
-                lo += step
-                step &<<= 1
-            }
+            hi -= step
+            step &<<= 1
         }
         while hi - lo > 1 {
             let mid = (lo &+ hi) >> 1
@@ -138,13 +124,19 @@ struct IndexSummary {
     /// The first position at or after `from` whose word is > `t`, where `e[from]`, if any, is
     /// >= `t`: `from` itself unless words tie with the target.
     private static func firstAbove(_ t: UInt64, in e: UnsafeBufferPointer<Entry>, from: Int) -> Int {
-        let n = e.count
-        guard from < n, e[from].word == t else { return from }
-        // e[lo] <= t < e[hi] (hi = n: past the end).
-        var lo = from, hi = n
+        guard from < e.count, e[from].word == t else { return from }
+        return firstFailing(after: from, before: e.count, in: e) { $0 <= t }
+    }
+
+    /// The first position in `lo + 1 ... hi` whose word fails `holds`, where `e[lo]`'s holds and
+    /// `e[hi]`'s fails (or `hi` is `e.count`): galloping right from `lo`, then a binary search.
+    @inline(__always)
+    private static func firstFailing(after lo: Int, before hi: Int, in e: UnsafeBufferPointer<Entry>,
+                                     _ holds: (UInt64) -> Bool) -> Int {
+        var lo = lo, hi = hi
         var step = 1
-        while lo + step < n {
-            if e[lo + step].word > t {
+        while lo + step < hi {
+            if !holds(e[lo + step].word) {
                 hi = lo + step
                 break
             }
@@ -153,7 +145,7 @@ struct IndexSummary {
         }
         while hi - lo > 1 {
             let mid = (lo &+ hi) >> 1
-            if e[mid].word <= t { lo = mid } else { hi = mid }
+            if holds(e[mid].word) { lo = mid } else { hi = mid }
         }
         return hi
     }
