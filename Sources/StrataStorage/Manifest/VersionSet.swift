@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// The manifest: the append-only log of ``VersionEdit``s that says which segments are live, plus
 /// the counters (next file number, log number, last sequence) and the key spaces. Owns the
@@ -64,25 +65,33 @@ final class VersionSet: @unchecked Sendable {
     /// meanwhile, which needs no segment, so the two keep both cores busy instead of taking
     /// turns (each alone leaves a core idle part of the time: the replay while it decodes a
     /// window, the opens at their end).
+    ///
+    /// Whichever comes first runs the opens: a worker thread, or ``wait()`` on the opening
+    /// thread when no worker has started them. An open never waits for a thread pool that is
+    /// busy (or blocked, by callers like this one) to get round to it.
     final class PendingOpen: Sendable {
+        private let claimed = Atomic<Bool>(false)
         private let done = DispatchSemaphore(value: 0)
         private let result = LockedValue<Result<[UInt64: SegmentReader], any Error>?>(nil)
+        private let work: @Sendable () -> Result<[UInt64: SegmentReader], any Error>
 
         init(_ metas: [SegmentMeta], with open: @escaping @Sendable (SegmentMeta) throws -> SegmentReader) {
-            guard !metas.isEmpty else {
-                result.withLock { $0 = .success([:]) }
-                done.signal()
-                return
-            }
-            DispatchQueue.global().async { [result, done] in
-                let r = Result { try VersionSet.openAll(metas, with: open) }
-                result.withLock { $0 = r }
-                done.signal()
-            }
+            work = { Result { try VersionSet.openAll(metas, with: open) } }
+            guard !metas.isEmpty else { return }
+            DispatchQueue.global().async { [self] in run() }
+        }
+
+        /// Runs the opens unless another thread already does (or did).
+        private func run() {
+            guard !claimed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            let r = work()
+            result.withLock { $0 = r }
+            done.signal()
         }
 
         /// The opened readers, or the first open's error, once every open has ended.
         func wait() throws -> [UInt64: SegmentReader] {
+            run()
             done.wait()
             done.signal()   // for a later call: the result stays
             return try result.withLock { $0! }.get()
