@@ -43,10 +43,10 @@ public struct ObjectReader {
     }
 
     /// Connects a standalone to-many to its owner, so that it loads lazily.
-    // The store and binding are passed as borrowed, not bound with `guard let`: each binding
-    // copied an optional class reference through a generic outlined copy (a hundred
-    // instructions a decoded object with a backlink).
     public func attach<T: Entity>(_ relation: ToMany<T>, field: Int) {
+        // The store and binding are passed as borrowed, not bound with `guard let`: each binding
+        // copied an optional class reference through a generic outlined copy (a hundred
+        // instructions a decoded object with a backlink).
         guard store != nil, binding != nil else { return }
         relation.attachStandalone(store: store!, entityId: binding!.entityId, propertyId: binding!.propertyIds[field], ownerId: ownerId)
     }

@@ -317,11 +317,17 @@ enum Recovery {
     static func logHasDurableMark(_ path: String, fs: any FileSystem, after start: UInt64) throws -> Bool {
         let file = try fs.openReadable(path)
         defer { file.close() }
-        let reader = LogReader(file: file, path: path, allowsMarks: true, maxRecordBytes: maxWalRecordBytes,
-                               windowBytes: replayWindowBytes) { record in
+        return try walReader(file, path: path, after: start).forEachRecord { _ in }.sawDurableMark
+    }
+
+    /// A reader of a WAL whose records follow sequence `start`. A record found after damage
+    /// only counts as "valid" if it also looks like a batch that follows on: that keeps random
+    /// garbage in a torn tail from passing as a record.
+    private static func walReader(_ file: any ReadableFile, path: String, after start: UInt64) -> LogReader {
+        LogReader(file: file, path: path, allowsMarks: true, maxRecordBytes: maxWalRecordBytes,
+                  windowBytes: replayWindowBytes) { record in
             record.isEndOfLog || (record.payload.count >= 12 && loadFixed64(record.payload, 0) > start)
         }
-        return try reader.forEachRecord { _ in }.sawDurableMark
     }
 
     /// One operation of a WAL being replayed: where its key and value lie in the reader's window.
@@ -371,12 +377,7 @@ enum Recovery {
         var last = start
         let file = try fs.openReadable(path)
         defer { file.close() }
-        // A record found after damage only counts as "valid" if it also looks like a batch
-        // that follows on: that keeps random garbage in a torn tail from passing as a record.
-        let reader = LogReader(file: file, path: path, allowsMarks: true, maxRecordBytes: maxWalRecordBytes,
-                               windowBytes: replayWindowBytes) { record in
-            record.isEndOfLog || (record.payload.count >= 12 && loadFixed64(record.payload, 0) > start)
-        }
+        let reader = walReader(file, path: path, after: start)
         // Indexed by key space id (ids are small and dense): a dictionary lookup per
         // operation showed in the profile.
         var operations = [[ReplayOperation]](repeating: [], count: Int(memtables.keys.max() ?? 0) + 1)

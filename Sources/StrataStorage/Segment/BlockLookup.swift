@@ -49,12 +49,18 @@ extension Block {
         return (shared, unshared, vlen, r.offset)
     }
 
-    /// The key of index entry `i` (index blocks store every entry whole, as a restart point).
-    func indexEntryKey(_ i: Int) -> UnsafeRawBufferPointer? {
-        guard let (shared, unshared, _, p) = header(at: restartPoint(i)), shared == 0,
+    /// The key and value (a block handle) of index entry `i` (index blocks store every entry
+    /// whole, as a restart point); nil when the entry is malformed.
+    @inline(__always)
+    func indexEntry(_ i: Int) -> (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)? {
+        guard let (shared, unshared, vlen, p) = header(at: restartPoint(i)), shared == 0,
               unshared >= InternalKey.trailerBytes else { return nil }
-        return UnsafeRawBufferPointer(rebasing: contents[p..<(p + unshared)])
+        return (UnsafeRawBufferPointer(rebasing: contents[p..<(p + unshared)]),
+                UnsafeRawBufferPointer(rebasing: contents[(p + unshared)..<(p + unshared + vlen)]))
     }
+
+    /// The key of index entry `i`.
+    func indexEntryKey(_ i: Int) -> UnsafeRawBufferPointer? { indexEntry(i)?.key }
 
     /// Index blocks (every entry a restart point, stored whole): the position of the first entry
     /// whose key is >= target (`restartCount` when every key is smaller); nil when the block is
@@ -76,12 +82,8 @@ extension Block {
         return lo
     }
 
-    /// The value of index entry `i` (a block handle); nil when the entry is malformed.
-    func indexEntryValue(_ i: Int) -> UnsafeRawBufferPointer? {
-        guard let (shared, unshared, vlen, p) = header(at: restartPoint(i)), shared == 0,
-              unshared >= InternalKey.trailerBytes else { return nil }
-        return UnsafeRawBufferPointer(rebasing: contents[(p + unshared)..<(p + unshared + vlen)])
-    }
+    /// The value of index entry `i` (a block handle).
+    func indexEntryValue(_ i: Int) -> UnsafeRawBufferPointer? { indexEntry(i)?.value }
 
     /// Data blocks: the first entry with internal key >= target.
     func dataLookup(_ target: UnsafeRawBufferPointer) -> Lookup {

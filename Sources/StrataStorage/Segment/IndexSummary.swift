@@ -33,7 +33,7 @@ struct IndexSummary {
         keys.reserveCapacity(index.restartCount)
         handles.reserveCapacity(index.restartCount)
         for i in 0..<index.restartCount {
-            guard let key = index.indexEntryKey(i), let value = index.indexEntryValue(i) else { return nil }
+            guard let (key, value) = index.indexEntry(i) else { return nil }
             var r = ByteReader(value)
             guard let h = BlockHandle.decode(&r) else { return nil }
             keys.append(InternalKey.userKey(key))
