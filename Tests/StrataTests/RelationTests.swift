@@ -330,6 +330,53 @@ import Testing
         _ = again.purchases.count
         #expect(store.statistics().objectsRead - before.objectsRead == 10)
     }
+
+    /// Targets whose ids lie far apart (the prefetch sorts them) and close together (it tables
+    /// them), with relations to nothing and to the same target many times.
+    @Test func prefetchFindsSparseAndDenseTargets() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let buyers = (0..<1_000).map { Buyer(name: "b\($0)") }
+        try store.box(for: Buyer.self).put(buyers)
+        let purchases = store.box(for: Purchase.self)
+        for picks in [[0, 999, 0, 500], [3, 4, 5, 4, 3, 6], [7]] {
+            try purchases.removeAll()
+            try purchases.put(picks.map { Purchase(summary: "to \($0)", buyer: buyers[$0]) } + [Purchase(summary: "none")])
+            let read = try purchases.all()
+            let before = store.statistics()
+            try purchases.prefetch(\.buyer, for: read)
+            #expect(store.statistics().objectsRead - before.objectsRead == UInt64(Set(picks).count))
+            #expect(read.allSatisfy { $0.buyer.isTargetLoaded })
+            #expect(read.map { $0.buyer.target?.name } == picks.map { "b\($0)" } + [nil])
+        }
+    }
+
+    /// A to-one the app has set and not put yet holds the app's choice: a prefetch of the
+    /// objects it belongs to leaves it as it is (as a to-many with unapplied changes), so that
+    /// the next put stores what the app assigned.
+    @Test func prefetchLeavesAnUnsavedAssignmentAlone() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let purchases = store.box(for: Purchase.self)
+        let ann = Buyer(name: "Ann"), bob = Buyer(name: "Bob")
+        try purchases.put([Purchase(summary: "one", buyer: ann), Purchase(summary: "two", buyer: ann),
+                           Purchase(summary: "three", buyer: ann)])
+        let read = try purchases.all()
+        #expect(read.count == 3)
+        read[0].buyer.target = Buyer(name: "Cid")   // new, no id until the put
+        read[1].buyer.target = nil                  // cleared
+        try store.box(for: Buyer.self).put(bob)
+        read[2].buyer.targetId = bob.id             // set by id
+        try purchases.prefetch(\.buyer, for: read)
+        #expect(read[0].buyer.target?.name == "Cid")
+        #expect(read[1].buyer.target == nil)
+        #expect(read[2].buyer.target?.name == "Bob")
+        try purchases.put(read)
+        let again = try purchases.all()
+        try purchases.prefetch(\.buyer, for: again)
+        #expect(again.map { $0.buyer.target?.name } == ["Cid", nil, "Bob"])
+        #expect(again.allSatisfy { $0.buyer.isTargetLoaded })
+    }
 }
 
 @Suite struct EmbeddedObjectTests {

@@ -2,6 +2,7 @@
 extension Box {
     /// Loads the to-one targets of all `objects` in one pass: distinct target ids are read in
     /// increasing order from one consistent snapshot; afterwards `.target` does no store read.
+    /// A relation set since it was read and not put yet keeps what was set.
     ///
     /// ```swift
     /// let firstOrders = try orders.get(Array(1...1000))
@@ -15,16 +16,8 @@ extension Box {
         // instructions of an order's 5 k in the graph benchmark's prefetch).
         var relations: [ToOne<Target>] = []
         relations.reserveCapacity(objects.count)
-        var ids = Set<Id>()
-        for object in objects {
-            let r = object[keyPath: relation]
-            relations.append(r)
-            if let id = r.targetId { ids.insert(id) }
-        }
-        let loaded = try store.box(for: Target.self).get(ids.sorted())
-        var byId = [Id: Target](minimumCapacity: loaded.count)
-        for t in loaded { byId[t.id] = t }
-        for r in relations { r.prefetched(r.targetId.flatMap { byId[$0] }, store: store) }
+        for object in objects { relations.append(object[keyPath: relation]) }
+        try ToOne<Target>.prefetch(relations, store: store)
     }
 
     /// Loads a to-many or backlink of all `objects` in one pass: the edges of every owner, then
@@ -50,6 +43,70 @@ extension Box {
             for (object, ids) in zip(objects, idsPerOwner) {
                 if let ids { object[keyPath: relation].prefetched(ids.compactMap { byId[$0] }) }
             }
+        }
+    }
+}
+
+extension ToOne {
+    /// The second half of a to-one's `Box.prefetch(_:for:)`: reads the distinct stored targets
+    /// of `relations` in increasing id order and hands each relation its own. Relations that
+    /// hold an assignment not put yet are left alone: the next put stores what the app set (a
+    /// new target in particular, which has no id yet). Inlinable like its caller: in
+    /// unspecialised code, each use of a relation's target asks the runtime for
+    /// `Optional<Target>`'s metadata.
+    @inlinable
+    static func prefetch(_ relations: [ToOne], store: Store) throws(StrataError) {
+        var ids: [Id] = []
+        ids.reserveCapacity(relations.count)
+        var low = Id.max, high: Id = 0
+        for r in relations where !r.isAssigned {
+            guard let id = r.targetId else { continue }
+            ids.append(id)
+            low = Swift.min(low, id)
+            high = Swift.max(high, id)
+        }
+        let box = store.box(for: Target.self)
+        if !ids.isEmpty && high - low < UInt64(4 * ids.count) {
+            // Ids are dense (they are assigned in increasing order): a table over their span
+            // sorts and deduplicates them, then finds each relation's target, without a sort
+            // or a hash. `slot[id - low]` is the target's position in `loaded` plus one, 0
+            // when none is wanted or stored.
+            var slot = [Int](repeating: 0, count: Int(high - low) + 1)
+            for id in ids { slot[Int(id - low)] = -1 }
+            var distinct: [Id] = []
+            for i in slot.indices where slot[i] != 0 { distinct.append(low + Id(i)) }
+            for i in slot.indices { slot[i] = 0 }
+            let loaded = try box.get(distinct)
+            for (k, t) in loaded.enumerated() where t.id >= low && t.id <= high { slot[Int(t.id - low)] = k + 1 }
+            for r in relations where !r.isAssigned {
+                let k = r.targetId.map { slot[Int($0 - low)] } ?? 0
+                r.prefetched(k > 0 ? loaded[k - 1] : nil, store: store)
+            }
+            return
+        }
+        ids.sort()
+        var distinct = 0
+        for i in ids.indices where i == 0 || ids[i] != ids[distinct - 1] {
+            ids[distinct] = ids[i]
+            distinct += 1
+        }
+        ids.removeLast(ids.count - distinct)
+        // In the order of `ids`, those that are stored.
+        let loaded = try box.get(ids)
+        let loadedIds = loaded.map { $0.id }
+        for r in relations where !r.isAssigned {
+            var target: Target?
+            if let id = r.targetId {
+                // The first position whose id is >= `id`, without branches on the data.
+                var base = 0, n = loadedIds.count
+                while n > 1 {
+                    let half = n / 2
+                    base = loadedIds[base + half - 1] < id ? base + half : base
+                    n -= half
+                }
+                if n == 1 && loadedIds[base] == id { target = loaded[base] }
+            }
+            r.prefetched(target, store: store)
         }
     }
 }

@@ -49,12 +49,13 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
         }
     }
     @usableFromInline @exclusivity(unchecked) var isResolved = true
-    /// Where lazy loads read from: set when the source object is read or put.
-    @usableFromInline @exclusivity(unchecked) private(set) var store: Store?
+    /// Where lazy loads read from: set when the source object is read or put (settable from
+    /// inlinable code, for a prefetch specialised in the caller).
+    @usableFromInline @exclusivity(unchecked) var store: Store?
     /// Whether the relation holds the user's assignment rather than what the store holds (it was
     /// set, and no committed put has stored it since). A put of a stale copy whose target was
     /// removed meanwhile clears an unassigned relation, and refuses an assigned one.
-    @exclusivity(unchecked) private(set) var isAssigned = false
+    @usableFromInline @exclusivity(unchecked) private(set) var isAssigned = false
 
     /// An empty relation.
     public init(nilLiteral: ()) {}
@@ -85,7 +86,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     /// The target's id, readable without loading the target; nil when there is none. An
     /// assigned target that is not stored yet has no id until the source is put.
     public var targetId: Id? {
-        get {
+        @inlinable get {
             let id = isResolved ? (cached?.id ?? 0) : storedTargetId
             return id == 0 ? nil : id
         }
@@ -157,12 +158,13 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     }
 
     /// Called by a prefetch: the target is known without a read.
-    @usableFromInline
+    @inlinable
     func prefetched(_ target: Target?, store: Store) {
         cached = target
         storedTargetId = target?.id ?? 0
         isResolved = true
-        self.store = store
+        // Usually already this store: an assignment would retain it and release it again.
+        if self.store !== store { self.store = store }
     }
 
     /// A put stored the assignment: it is what the store holds now (until a rollback).
