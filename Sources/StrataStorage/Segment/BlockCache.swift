@@ -8,118 +8,53 @@ import Dispatch
 /// CLOCK rather than an LRU list: a hit on an LRU list unlinks its entry and pushes it to the
 /// front, writing the two neighbours' links and the list head, which in a cache of tens of
 /// thousands of blocks are memory misses on every point read. A hit here sets one flag in the
-/// entry it has just read; eviction pays instead, sweeping a hand over the entries and giving
-/// each one that was used since the last sweep a second chance.
+/// slot it has just read; eviction pays instead, sweeping a hand over the slots and giving each
+/// block that was used since the last sweep a second chance.
 final class BlockCache: Sendable {
     struct Key: Hashable {
         var segmentId: UInt64
         var offset: UInt64
     }
 
-    private struct Entry {
+    /// One slot of a shard's table: a key and its block, or empty (`block` nil).
+    private struct Slot {
         var key: Key
-        var block: Block? {
-            didSet { (object, restarts) = Self.addresses(of: block) }
-        }
-        /// Used since the hand last passed: the hand clears it instead of evicting the entry.
+        var block: Block?
+        /// Where `block`'s restart array lies, for ``BlockCache/prefetch(_:)``: read from the
+        /// block itself, it would cost the memory miss the prefetch is meant to hide. (The
+        /// block's object is `block` itself.)
+        var restarts: UnsafeRawPointer?
+        /// Used since the hand last passed: the hand clears it instead of evicting the block.
         var referenced: Bool
-        /// Where `block`'s object and restart array lie, for ``BlockCache/prefetch(_:)``: read
-        /// from the block itself, they would cost the memory miss the prefetch is meant to hide.
-        private(set) var object: UnsafeRawPointer?
-        private(set) var restarts: UnsafeRawPointer?
 
-        /// A new entry starts unmarked: a block read once (a scan passing through) is the first
+        static var empty: Slot { Slot(key: Key(segmentId: 0, offset: 0), block: nil, restarts: nil, referenced: false) }
+
+        /// A new block starts unmarked: a block read once (a scan passing through) is the first
         /// to go, while one read again before the hand comes by has earned its mark.
-        init(key: Key, block: Block?) {
+        init(key: Key, block: Block?, restarts: UnsafeRawPointer?, referenced: Bool) {
             self.key = key
             self.block = block
-            referenced = false
-            (object, restarts) = Self.addresses(of: block)
+            self.restarts = restarts
+            self.referenced = referenced
         }
 
-        private static func addresses(of block: Block?) -> (UnsafeRawPointer?, UnsafeRawPointer?) {
-            guard let block else { return (nil, nil) }
-            return (UnsafeRawPointer(Unmanaged.passUnretained(block).toOpaque()), block.contents.baseAddress! + block.restartsOffset)
+        init(key: Key, block: Block) {
+            self.init(key: key, block: block, restarts: block.contents.baseAddress! + block.restartsOffset, referenced: false)
         }
     }
 
-    /// Key → entry position, by linear probing with a multiplicative hash of the two words.
+    /// One shard: an open-addressing table (linear probing, a multiplicative hash of the key's
+    /// two words) whose slots hold the blocks themselves, so that a lookup reads one slot where
+    /// a table of positions into a separate entry array read two, one after the other (the
+    /// second's address comes from the first: no prefetch or speculation overlaps them). The
+    /// CLOCK hand sweeps the table's slots. At most half the slots are in use.
+    ///
     /// A `Dictionary` hashed each key with SipHash: with its lookups and removals, a quarter of
     /// a random point read.
-    private struct KeyIndex {
-        /// Entry position + 1; 0 is an empty slot.
-        private var slots = [Int32](repeating: 0, count: 64)
-        private var mask = 63
-        private(set) var count = 0
-
-        @inline(__always) private func ideal(_ key: Key) -> Int {
-            let h = (key.segmentId &* 0x9E37_79B9_7F4A_7C15) ^ (key.offset &* 0xC2B2_AE3D_27D4_EB4F)
-            return Int(truncatingIfNeeded: (h ^ (h >> 29)) & UInt64(mask))
-        }
-
-        func find(_ key: Key, in entries: [Entry]) -> Int? {
-            var i = ideal(key)
-            while true {
-                let s = Int(slots[i])
-                if s == 0 { return nil }
-                if entries[s - 1].key == key { return s - 1 }
-                i = (i + 1) & mask
-            }
-        }
-
-        /// REQUIRES: `key` (the key of `entries[position]`) is not in the index.
-        mutating func insert(_ key: Key, position: Int, in entries: [Entry]) {
-            if (count + 1) * 2 > slots.count { grow(entries) }
-            var i = ideal(key)
-            while slots[i] != 0 { i = (i + 1) & mask }
-            slots[i] = Int32(position + 1)
-            count += 1
-        }
-
-        mutating func remove(_ key: Key, in entries: [Entry]) {
-            var i = ideal(key)
-            while true {
-                let s = Int(slots[i])
-                if s == 0 { return }
-                if entries[s - 1].key == key { break }
-                i = (i + 1) & mask
-            }
-            // Backward-shift deletion: move later members of the probe run into the hole, so
-            // that lookups never need tombstones.
-            var j = i
-            while true {
-                j = (j + 1) & mask
-                let s = Int(slots[j])
-                if s == 0 { break }
-                let k = ideal(entries[s - 1].key)
-                let staysPut = i <= j ? (i < k && k <= j) : (i < k || k <= j)
-                if !staysPut {
-                    slots[i] = slots[j]
-                    i = j
-                }
-            }
-            slots[i] = 0
-            count -= 1
-        }
-
-        private mutating func grow(_ entries: [Entry]) {
-            let old = slots
-            slots = [Int32](repeating: 0, count: old.count * 2)
-            mask = slots.count - 1
-            for s in old where s != 0 {
-                var i = ideal(entries[Int(s) - 1].key)
-                while slots[i] != 0 { i = (i + 1) & mask }
-                slots[i] = s
-            }
-        }
-    }
-
-    /// One shard: entries in a slot array (a free slot holds no block), found through the index,
-    /// evicted by a hand that sweeps the slots in order.
     private struct Shard {
-        var index = KeyIndex()
-        var entries: [Entry] = []
-        var free: [Int] = []
+        var slots = [Slot](repeating: .empty, count: 64)
+        var mask = 63
+        var count = 0
         /// The next slot the hand looks at.
         var hand = 0
         var usage = 0
@@ -127,78 +62,129 @@ final class BlockCache: Sendable {
 
         init(capacity: Int) { self.capacity = capacity }
 
+        @inline(__always) private func ideal(_ key: Key) -> Int {
+            let h = (key.segmentId &* 0x9E37_79B9_7F4A_7C15) ^ (key.offset &* 0xC2B2_AE3D_27D4_EB4F)
+            return Int(truncatingIfNeeded: (h ^ (h >> 29)) & UInt64(mask))
+        }
+
+        private func find(_ key: Key) -> Int? {
+            var i = ideal(key)
+            while slots[i].block != nil {
+                if slots[i].key == key { return i }
+                i = (i + 1) & mask
+            }
+            return nil
+        }
+
         mutating func get(_ key: Key) -> Block? {
-            guard let i = index.find(key, in: entries) else { return nil }
-            // Written only when clear: a hot block's entry is then only read.
-            if !entries[i].referenced { entries[i].referenced = true }
-            return entries[i].block
+            guard let i = find(key) else { return nil }
+            // Written only when clear: a hot block's slot is then only read.
+            if !slots[i].referenced { slots[i].referenced = true }
+            return slots[i].block
         }
 
         func prefetch(_ key: Key) {
-            guard let i = index.find(key, in: entries), let object = entries[i].object else { return }
-            strata_prefetch(object)
-            strata_prefetch(entries[i].restarts)
+            guard let i = find(key) else { return }
+            slots.withUnsafeBufferPointer { buffer in
+                // The block's address, read as bits: taking the reference would retain it, a
+                // write to the object whose memory miss this prefetch is meant to hide.
+                let object = UnsafeRawPointer(buffer.baseAddress! + i).load(fromByteOffset: MemoryLayout<Slot>.offset(of: \Slot.block)!, as: UnsafeRawPointer?.self)
+                strata_prefetch(object)
+                strata_prefetch(buffer[i].restarts)
+            }
         }
 
         mutating func insert(_ key: Key, _ block: Block) {
-            if let i = index.find(key, in: entries) {
-                usage -= entries[i].block!.charge
-                entries[i].block = block
-                entries[i].referenced = true
+            if let i = find(key) {
+                usage -= slots[i].block!.charge
+                slots[i] = Slot(key: key, block: block)
+                slots[i].referenced = true
                 usage += block.charge
             } else {
-                let i: Int
-                if let f = free.popLast() {
-                    i = f
-                    entries[i] = Entry(key: key, block: block)
-                } else {
-                    i = entries.count
-                    entries.append(Entry(key: key, block: block))
-                }
-                index.insert(key, position: i, in: entries)
+                if (count + 1) * 2 > slots.count { grow() }
+                var i = ideal(key)
+                while slots[i].block != nil { i = (i + 1) & mask }
+                slots[i] = Slot(key: key, block: block)
+                count += 1
                 usage += block.charge
             }
             evictOverCapacity()
         }
 
-        /// Sweeps the hand until the shard fits: an entry used since the last pass loses its
+        /// Sweeps the hand until the shard fits: a block used since the last pass loses its
         /// mark and stays; one that was not is evicted. Two passes at most, since the first
         /// clears every mark.
         private mutating func evictOverCapacity() {
             var steps = 0
-            while usage > capacity, steps < 2 * entries.count + 1 {
+            while usage > capacity, steps < 2 * slots.count + 1 {
                 steps += 1
-                if hand >= entries.count { hand = 0 }
                 let i = hand
-                hand += 1
-                guard entries[i].block != nil else { continue }
-                if entries[i].referenced {
-                    entries[i].referenced = false
+                hand = (hand + 1) & mask
+                guard slots[i].block != nil else { continue }
+                if slots[i].referenced {
+                    slots[i].referenced = false
                     continue
                 }
-                drop(i)
+                remove(at: i)
+                // The removal may have shifted a later slot into this one: look at it next.
+                hand = i
             }
         }
 
-        private mutating func drop(_ i: Int) {
-            usage -= entries[i].block!.charge
-            index.remove(entries[i].key, in: entries)
-            entries[i].block = nil
-            free.append(i)
+        /// Empties slot `i` by backward-shift deletion: later members of its probe run move
+        /// into the hole, so that lookups never need tombstones.
+        private mutating func remove(at position: Int) {
+            usage -= slots[position].block!.charge
+            var i = position
+            var j = position
+            while true {
+                j = (j + 1) & mask
+                if slots[j].block == nil { break }
+                let k = ideal(slots[j].key)
+                let staysPut = i <= j ? (i < k && k <= j) : (i < k || k <= j)
+                if !staysPut {
+                    slots[i] = slots[j]
+                    i = j
+                }
+            }
+            slots[i] = .empty
+            count -= 1
+        }
+
+        private mutating func grow() {
+            let old = slots
+            slots = [Slot](repeating: .empty, count: old.count * 2)
+            mask = slots.count - 1
+            hand = 0
+            for s in old where s.block != nil {
+                var i = ideal(s.key)
+                while slots[i].block != nil { i = (i + 1) & mask }
+                slots[i] = s
+            }
         }
 
         mutating func removeAll(segmentId: UInt64) {
-            for i in entries.indices where entries[i].block != nil && entries[i].key.segmentId == segmentId { drop(i) }
+            // Not advancing past a removal: the shift may have moved another slot into it.
+            // Slots shifted from before `i` (a probe run wrapping around the end) were looked
+            // at already, and kept.
+            var i = 0
+            while i < slots.count {
+                if slots[i].block != nil && slots[i].key.segmentId == segmentId {
+                    remove(at: i)
+                } else {
+                    i += 1
+                }
+            }
         }
 
-        /// Entries holding a block, for tests: (key, index finds it at its position).
+        /// Slots holding a block, for tests: (count, the count kept, each found at its slot).
         func check() -> (live: Int, indexed: Int, allFound: Bool) {
             var live = 0, allFound = true
-            for i in entries.indices where entries[i].block != nil {
+            for i in slots.indices where slots[i].block != nil {
                 live += 1
-                if index.find(entries[i].key, in: entries) != i { allFound = false }
+                if find(slots[i].key) != i { allFound = false }
             }
-            return (live, index.count, allFound)
+            return (live, count, allFound)
         }
     }
 
