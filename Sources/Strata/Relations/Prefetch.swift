@@ -74,8 +74,10 @@ extension ToOne {
             var slot = [Int](repeating: 0, count: Int(high - low) + 1)
             for id in ids { slot[Int(id - low)] = -1 }
             var distinct: [Id] = []
-            for i in slot.indices where slot[i] != 0 { distinct.append(low + Id(i)) }
-            for i in slot.indices { slot[i] = 0 }
+            for i in slot.indices where slot[i] != 0 {
+                distinct.append(low + Id(i))
+                slot[i] = 0
+            }
             let loaded = try box.get(distinct)
             for (k, t) in loaded.enumerated() where t.id >= low && t.id <= high { slot[Int(t.id - low)] = k + 1 }
             for r in relations where !r.isAssigned {

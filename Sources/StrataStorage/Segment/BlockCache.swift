@@ -102,9 +102,7 @@ final class BlockCache: Sendable {
                 usage += block.charge
             } else {
                 if (count + 1) * 2 > slots.count { grow() }
-                var i = ideal(key)
-                while slots[i].block != nil { i = (i + 1) & mask }
-                slots[i] = Slot(key: key, block: block)
+                place(Slot(key: key, block: block))
                 count += 1
                 usage += block.charge
             }
@@ -156,11 +154,15 @@ final class BlockCache: Sendable {
             slots = [Slot](repeating: .empty, count: old.count * 2)
             mask = slots.count - 1
             hand = 0
-            for s in old where s.block != nil {
-                var i = ideal(s.key)
-                while slots[i].block != nil { i = (i + 1) & mask }
-                slots[i] = s
-            }
+            for s in old where s.block != nil { place(s) }
+        }
+
+        /// Puts `slot` in the first empty slot of its probe run. REQUIRES: its key is not in the
+        /// table, and the table has an empty slot.
+        private mutating func place(_ slot: Slot) {
+            var i = ideal(slot.key)
+            while slots[i].block != nil { i = (i + 1) & mask }
+            slots[i] = slot
         }
 
         mutating func removeAll(segmentId: UInt64) {
