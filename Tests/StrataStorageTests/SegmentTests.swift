@@ -60,6 +60,9 @@ import Testing
             ("powers", (0..<64).flatMap { e in (0..<20).map { bytes("p") + bigEndian((UInt64(1) << UInt64(e)) &+ UInt64($0)) } }),
             ("ties past eight bytes", (0..<1_500).map { bytes("t") + bigEndian(UInt64($0 / 300)) + bytes("/tail-\($0 % 300 + 1_000)") }),
             ("text", (0..<1_500).map { bytes("user/\($0 * 37 % 1_500)/profile") }),
+            // Fixed-width keys of several heads (an id key space's entities): runs by head.
+            ("entities", (0..<3_000).map { [0, 0, 0, UInt8($0 / 600 + 1)] + bigEndian(UInt64($0 % 600) * 3 + 1) }),
+            ("entities, large ids", (0..<3_000).map { [0, 0, 1, UInt8($0 / 1_000)] + bigEndian((1 << 40) + UInt64($0 % 1_000) * 5) }),
         ]
         var rng = SplitMix64(state: 11)
         for (name, keys) in distributions {

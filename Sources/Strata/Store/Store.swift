@@ -66,6 +66,8 @@ public final class Store: @unchecked Sendable {
         // the object id): segments holding neither are skipped by their filters.
         engineOptions.prefixFilters[ObjectFormat.edgesKeySpace] = EdgeKey.byteCount - EdgeKey.prefixByteCount
         engineOptions.prefixFilters[ObjectFormat.indexesKeySpace] = IndexKey.idBytes
+        // Object keys are an entity id and an object id: read by arithmetic on the id.
+        engineOptions.idKeySpaces.insert(ObjectFormat.objectsKeySpace)
         do {
             let engine = try Engine.open(directory: directoryPath, options: engineOptions)
             self.engine = engine

@@ -48,6 +48,8 @@ public final class Engine: @unchecked Sendable {
     let layout: SegmentLayout
     /// ``EngineOptions/prefixFilters`` by key space id.
     private let prefixFilterSuffixBytes = LockedValue<[UInt32: Int]>([:])
+    /// ``EngineOptions/idKeySpaces`` by key space id.
+    private let idKeySpaceIds = LockedValue<Set<UInt32>>([])
     let stats = StatisticsCounters()
     let cache: BlockCache
     let snapshots = SnapshotList()
@@ -155,6 +157,8 @@ public final class Engine: @unchecked Sendable {
             options.prefixFilters[ks.name].map { (ks.id, $0) }
         })
         prefixFilterSuffixBytes.withLock { $0 = suffixBytes }
+        let idSpaces = Set(versions.keySpaces.filter { options.idKeySpaces.contains($0.name) }.map(\.id))
+        idKeySpaceIds.withLock { $0 = idSpaces }
         for name in options.keySpaces { _ = try keySpace(named: name) }
         commitLock.withLock { maybeScheduleCompaction() }
     }
@@ -165,6 +169,7 @@ public final class Engine: @unchecked Sendable {
     func layout(forKeySpace id: UInt32) -> SegmentLayout {
         var l = layout
         l.filterPrefixSuffixBytes = prefixFilterSuffixBytes.withLock { $0[id] } ?? 0
+        l.idBlocks = l.formatVersion >= 4 && idKeySpaceIds.withLock { $0.contains(id) }
         return l
     }
 
@@ -243,6 +248,7 @@ public final class Engine: @unchecked Sendable {
         try logManifest(edit)
         keySpacesByName[name] = ks
         prefixFilterSuffixBytes.withLock { $0[ks.id] = options.prefixFilters[name] }
+        if options.idKeySpaces.contains(name) { idKeySpaceIds.withLock { _ = $0.insert(ks.id) } }
         memtables[ks.id] = Memtable(keySpaceId: ks.id, expectedBytes: options.memtableBytes)
         publishView()
         return ks

@@ -61,11 +61,19 @@ extension Engine {
                     }
                 }
                 // Stage 2: the blocks, from the cache (whose entries stage 1 prefetched) or the files.
+                // Keys in the same block as the key before (ids of one object block) take its
+                // block without a second cache probe.
+                var previous: (reader: SegmentReader, handle: BlockHandle, block: Block)?
                 for slot in 0..<(end - start) {
                     guard let p = pending[slot] else { continue }
+                    if let previous, previous.reader === p.reader, previous.handle == p.handle {
+                        pending[slot]!.block = previous.block
+                        continue
+                    }
                     let block = try p.reader.dataBlock(p.handle)
                     block.prefetchForLookup()
                     pending[slot]!.block = block
+                    previous = (p.reader, p.handle, block)
                 }
                 // Stage 3: the searches in the blocks.
                 for i in start..<end {

@@ -57,6 +57,16 @@ public struct EngineOptions: Sendable {
     /// options.prefixFilters = ["edges": 8]   // edge key = source · kind · target id (8 bytes)
     /// ```
     public var prefixFilters: [String: Int] = [:]
+    /// Key spaces whose keys end in an 8-byte big-endian id after a head that many keys share
+    /// (an entity's objects: entity id, object id). Their segments store such runs of keys in
+    /// id-addressed blocks (SPEC.md §6.1.1), where a read finds its entry by arithmetic on the
+    /// id instead of searching restart points. Keys of any other shape are still stored, in
+    /// ordinary blocks.
+    ///
+    /// ```swift
+    /// options.idKeySpaces = ["objects"]   // key = entity id (4 bytes) · object id (8 bytes)
+    /// ```
+    public var idKeySpaces: Set<String> = []
     /// Called on the engine's background threads when a flush or compaction begins and ends.
     /// Keep it short: the work waits for it.
     ///

@@ -26,8 +26,8 @@ enum FormatConstants {
     static let storeFormatVersion: UInt32 = 2
     /// Segment format version, in every segment footer (SPEC.md §Segment). Version 2 added the
     /// properties block's filter prefix field; version 3 keeps each key's filter probes in one
-    /// 64-byte line. Versions 1 and 2 are still read.
-    static let segmentFormatVersion: UInt32 = 3
+    /// 64-byte line; version 4 adds id-addressed data blocks (§6.1.1). Versions 1–3 are still read.
+    static let segmentFormatVersion: UInt32 = 4
     /// Last eight bytes of every segment: "STRATSEG" read as a little-endian UInt64.
     static let segmentMagic: UInt64 = 0x4745_5354_4152_5453
     /// Bytes in the fixed segment footer.

@@ -4,13 +4,20 @@ final class Block: @unchecked Sendable {
     let storage: UnsafeMutableRawBufferPointer
     /// Entries and restart array.
     let contents: UnsafeRawBufferPointer
+    /// Where the restart array starts; in an id block, where its entries end (the iterator's
+    /// and the cache's prefetch use it as the end of the entries).
     let restartsOffset: Int
+    /// 0 in an id block.
     let restartCount: Int
+    /// The id-addressed layout (SPEC.md §6.1.1), when the block is in it.
+    let idLayout: IdBlockLayout?
 
     /// Takes ownership of `storage`, whose first `contentsCount` bytes are the block.
     /// Throws corruption when the restart array does not fit; `storage` is freed then.
+    /// - Parameter allowIdLayout: whether the block may be an id block (data blocks of segment
+    ///   format 4 and later).
     init(taking storage: UnsafeMutableRawBufferPointer, contentsCount: Int, file: String, offset: UInt64,
-         parseRestarts: Bool = true) throws {
+         parseRestarts: Bool = true, allowIdLayout: Bool = false) throws {
         let contents = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(storage)[0..<contentsCount])
         guard parseRestarts else {
             // Raw payload (filter, properties): no entries to iterate.
@@ -18,6 +25,7 @@ final class Block: @unchecked Sendable {
             self.contents = contents
             restartCount = 0
             restartsOffset = 0
+            idLayout = nil
             return
         }
         // Everything is checked before any property is set: a class whose init throws after
@@ -28,6 +36,19 @@ final class Block: @unchecked Sendable {
             return StorageError.corruption(file: file, offset: offset, reason: reason)
         }
         guard contentsCount >= 4 else { throw fail("block too short") }
+        if allowIdLayout && IdBlockLayout.hasMarker(contents) {
+            switch IdBlockLayout.decode(contents) {
+            case let .success(layout):
+                self.storage = storage
+                self.contents = contents
+                restartCount = 0
+                restartsOffset = layout.entriesOffset
+                idLayout = layout
+                return
+            case let .failure(damage):
+                throw fail(damage.reason)
+            }
+        }
         let n = Int(loadFixed32(contents, contentsCount - 4))
         guard n >= 1, n <= (contentsCount - 4) / 4 else { throw fail("bad restart count \(n)") }
         let restarts = contentsCount - 4 - n * 4
@@ -39,9 +60,15 @@ final class Block: @unchecked Sendable {
         self.contents = contents
         restartCount = n
         restartsOffset = restarts
+        idLayout = nil
     }
 
     deinit { storage.deallocate() }
+
+    /// What a lookup in the block reads first: the restart array, or an id block's footer.
+    var lookupStart: UnsafeRawPointer {
+        contents.baseAddress! + (idLayout == nil ? restartsOffset : contents.count - IdBlockLayout.footerBytes)
+    }
 
     /// Bytes charged to the block cache.
     var charge: Int { storage.count + 128 }
@@ -73,13 +100,30 @@ final class BlockIterator {
     @exclusivity(unchecked) private var restartIndex = 0
     @exclusivity(unchecked) private(set) var corrupted = false
 
+    /// The block's id layout: then `current` is an entry's position and `limit` the count.
+    private let idLayout: IdBlockLayout?
+
     init(block: Block) {
         self.block = block
         data = block.contents
-        limit = block.restartsOffset
-        current = block.restartsOffset
-        keyCapacity = 64
+        idLayout = block.idLayout
+        limit = block.idLayout?.count ?? block.restartsOffset
+        current = limit
+        keyCapacity = max(64, (block.idLayout?.userKeyCount ?? 0) + InternalKey.trailerBytes)
         keyBuffer = UnsafeMutableRawPointer.allocate(byteCount: keyCapacity, alignment: 8)
+    }
+
+    /// Id blocks: positions at entry `i`, or makes the iterator invalid when `i` is outside the block.
+    private func position(_ layout: IdBlockLayout, _ i: Int) {
+        guard i >= 0, i < limit else {
+            current = limit
+            keyCount = 0
+            return
+        }
+        current = i
+        layout.writeKey(i, to: keyBuffer)
+        keyCount = layout.userKeyCount + InternalKey.trailerBytes
+        (valueOffset, valueCount) = layout.value(i)
     }
 
     deinit { keyBuffer.deallocate() }
@@ -155,22 +199,26 @@ final class BlockIterator {
     }
 
     func seekToFirst() {
+        if let idLayout { return position(idLayout, 0) }
         seekToRestart(0)
         _ = parseNext()
     }
 
     func seekToLast() {
+        if let idLayout { return position(idLayout, limit - 1) }
         seekToRestart(block.restartCount - 1)
         while parseNext() && nextOffset < limit {}
     }
 
     func next() {
         guard isValid else { return }
+        if let idLayout { return position(idLayout, current + 1) }
         _ = parseNext()
     }
 
     func prev() {
         guard isValid else { return }
+        if let idLayout { return position(idLayout, current - 1) }
         let original = current
         // Back to the restart point before the current entry, then forward to its predecessor.
         while block.restartPoint(restartIndex) >= original {
@@ -187,6 +235,7 @@ final class BlockIterator {
 
     /// Positions at the first entry with internal key >= `target`.
     func seek(_ target: UnsafeRawBufferPointer) {
+        if let idLayout { return position(idLayout, idLayout.firstAtOrAfter(target)) }
         var lo = 0, hi = block.restartCount - 1
         // Last restart whose key is < target.
         while lo < hi {

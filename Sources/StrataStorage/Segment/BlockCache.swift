@@ -20,7 +20,7 @@ final class BlockCache: Sendable {
     private struct Slot {
         var key: Key
         var block: Block?
-        /// Where `block`'s restart array lies, for ``BlockCache/prefetch(_:)``: read from the
+        /// Where `block`'s restart array (or id block footer) lies, for ``BlockCache/prefetch(_:)``: read from the
         /// block itself, it would cost the memory miss the prefetch is meant to hide. (The
         /// block's object is `block` itself.)
         var restarts: UnsafeRawPointer?
@@ -39,7 +39,7 @@ final class BlockCache: Sendable {
         }
 
         init(key: Key, block: Block) {
-            self.init(key: key, block: block, restarts: block.contents.baseAddress! + block.restartsOffset, referenced: false)
+            self.init(key: key, block: block, restarts: block.lookupStart, referenced: false)
         }
     }
 

@@ -7,8 +7,13 @@ extension Block {
     /// restart point of a small block; the middle and quartiles of a larger one), so that a
     /// batched read overlaps these memory misses across its keys.
     func prefetchForLookup() {
-        let n = restartCount
         let base = contents.baseAddress!
+        if idLayout != nil {
+            // The footer, which a lookup reads first; the entry's line depends on the key.
+            strata_prefetch(base + contents.count - IdBlockLayout.footerBytes)
+            return
+        }
+        let n = restartCount
         if n <= 4 {
             for i in 0..<n { strata_prefetch(base + restartPoint(i)) }
         } else {
@@ -87,6 +92,7 @@ extension Block {
 
     /// Data blocks: the first entry with internal key >= target.
     func dataLookup(_ target: UnsafeRawBufferPointer) -> Lookup {
+        if let idLayout { return idLayout.lookup(target) }
         // Last restart whose key is < target.
         var lo = 0, hi = restartCount - 1
         while lo < hi {

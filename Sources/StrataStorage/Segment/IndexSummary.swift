@@ -20,10 +20,22 @@ struct IndexSummary {
         var size: UInt64
     }
 
+    /// A run of index entries whose user keys share a head (fixed-width keys only).
+    struct Run {
+        var head: [UInt8]
+        var range: Range<Int>
+    }
+
     /// User-key bytes every index entry starts with.
     private let shared: [UInt8]
     /// Per index entry (restart point), its word and block handle.
     private let entries: [Entry]
+    /// When every index key is a head of the same length and an 8-byte id (an id key space's
+    /// segment, SPEC.md §6.1.1): the runs of entries by head, whose words are the ids. A segment
+    /// holding several heads (entities) then finds its entry by arithmetic on the id within the
+    /// run, where the shared-prefix word would cut the id's low bytes and leave ties to compare
+    /// in the index block.
+    private let runs: [Run]?
 
     /// Nil when the index block does not decode as whole entries with handles; lookups then
     /// take the plain path, which reports the damage.
@@ -47,6 +59,26 @@ struct IndexSummary {
             while n < limit && k[n] == first[n] { n += 1 }
             common = n
         }
+        // Runs only where the shared-prefix word would cut bytes off the keys' ends.
+        let headCount = first.count - 8
+        if headCount >= 0, common < headCount, keys.allSatisfy({ $0.count == first.count }) {
+            var runs: [Run] = []
+            for (i, k) in keys.enumerated() {
+                let head = UnsafeRawBufferPointer(rebasing: k[0..<headCount])
+                if let last = runs.last, last.head.withUnsafeBytes({ $0.bytesEqual(head) }) {
+                    runs[runs.count - 1].range = last.range.lowerBound..<(i + 1)
+                } else {
+                    runs.append(Run(head: Array(head), range: i..<(i + 1)))
+                }
+            }
+            self.runs = runs
+            shared = []
+            entries = zip(keys, handles).map { k, h in
+                Entry(word: UInt64(bigEndian: k.loadUnaligned(fromByteOffset: headCount, as: UInt64.self)), offset: h.offset, size: h.size)
+            }
+            return
+        }
+        runs = nil
         shared = Array(first[0..<common])
         entries = zip(keys, handles).map { k, h in Entry(word: Self.word(of: k, after: common), offset: h.offset, size: h.size) }
     }
@@ -80,6 +112,7 @@ struct IndexSummary {
     }
 
     func candidates(for userKey: UnsafeRawBufferPointer) -> Candidates {
+        if let runs { return candidates(for: userKey, in: runs) }
         let n = min(shared.count, userKey.count)
         for i in 0..<n where userKey[i] != shared[i] {
             return userKey[i] < shared[i] ? .within(0..<0) : .afterAll
@@ -90,6 +123,29 @@ struct IndexSummary {
         return entries.withUnsafeBufferPointer { e in
             let lo = Self.firstNotBelow(target, in: e)
             return .within(lo..<Self.firstAbove(target, in: e, from: lo))
+        }
+    }
+
+    /// Fixed-width keys: the run of the target's head, then its id within the run. A key of
+    /// another length is searched in the whole index block.
+    private func candidates(for userKey: UnsafeRawBufferPointer, in runs: [Run]) -> Candidates {
+        let headCount = runs[0].head.count
+        guard userKey.count == headCount + 8 else { return .within(0..<entries.count) }
+        let head = UnsafeRawBufferPointer(rebasing: userKey[0..<headCount])
+        // Few runs (one per entity in the segment): a binary search for the first head >= the target's.
+        var lo = 0, hi = runs.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if runs[mid].head.withUnsafeBytes({ InternalKey.compareUserKeys($0, head) }) < 0 { lo = mid + 1 } else { hi = mid }
+        }
+        guard lo < runs.count else { return .afterAll }
+        let run = runs[lo].range
+        guard runs[lo].head.withUnsafeBytes({ $0.bytesEqual(head) }) else { return .within(run.lowerBound..<run.lowerBound) }
+        let target = UInt64(bigEndian: userKey.loadUnaligned(fromByteOffset: headCount, as: UInt64.self))
+        return entries.withUnsafeBufferPointer { all in
+            let e = UnsafeBufferPointer(rebasing: all[run])
+            let first = Self.firstNotBelow(target, in: e)
+            return .within((run.lowerBound + first)..<(run.lowerBound + Self.firstAbove(target, in: e, from: first)))
         }
     }
 

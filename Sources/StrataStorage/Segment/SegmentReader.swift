@@ -20,6 +20,8 @@ final class SegmentReader: @unchecked Sendable {
     /// `filterBlock`'s bytes, kept here so that a probe does not first load the block object.
     private let filter: UnsafeRawBufferPointer
     private let filterLayout: BloomFilter.Layout
+    /// Data blocks may be id blocks (SPEC.md §6.1.1): segment format 4 and later.
+    private let idBlocks: Bool
     private let cache: BlockCache
     private let stats: StatisticsCounters
     private var fileSystem: (any FileSystem)?
@@ -67,6 +69,7 @@ final class SegmentReader: @unchecked Sendable {
         }
         properties = props
         filterLayout = BloomFilter.Layout(segmentFormat: footer.formatVersion)
+        idBlocks = footer.formatVersion >= 4
         self.filterBlock = filterBlock
         filter = filterBlock.contents
     }
@@ -90,7 +93,7 @@ final class SegmentReader: @unchecked Sendable {
     /// Reads, verifies and decompresses one block. Filter and properties blocks are handled
     /// here too: for them the "contents" are raw bytes, so the restart-array check is skipped.
     private static func readBlock(file: any ReadableFile, path: String, handle: BlockHandle, parseRestarts: Bool = true,
-                                  once: Bool = false, alignment: Int = 8) throws -> Block {
+                                  allowIdLayout: Bool = false, once: Bool = false, alignment: Int = 8) throws -> Block {
         let trailer = FormatConstants.blockTrailerBytes
         guard handleInRange(handle, fileSize: file.size) else {
             throw StorageError.corruption(file: path, offset: handle.offset, reason: "block handle out of range")
@@ -106,13 +109,14 @@ final class SegmentReader: @unchecked Sendable {
             buf.deallocate()
             throw error
         }
-        return try decodeBlock(UnsafeRawBufferPointer(buf), owned: buf, path: path, handle: handle, parseRestarts: parseRestarts)
+        return try decodeBlock(UnsafeRawBufferPointer(buf), owned: buf, path: path, handle: handle, parseRestarts: parseRestarts,
+                               allowIdLayout: allowIdLayout)
     }
 
     /// Verifies and decompresses a block's payload and trailer in `raw`. `owned` is the buffer
     /// `raw` lies in, which this takes over (an uncompressed block keeps it).
     private static func decodeBlock(_ raw: UnsafeRawBufferPointer, owned: UnsafeMutableRawBufferPointer, path: String,
-                                    handle: BlockHandle, parseRestarts: Bool) throws -> Block {
+                                    handle: BlockHandle, parseRestarts: Bool, allowIdLayout: Bool) throws -> Block {
         let n = Int(handle.size)
         let stored = Checksum.unmask(loadFixed32(raw, n + 1))
         guard stored == Checksum.crc32c(UnsafeRawBufferPointer(rebasing: raw[0..<(n + 1)])) else {
@@ -123,7 +127,8 @@ final class SegmentReader: @unchecked Sendable {
         let compression = raw[n]
         switch BlockCompression(rawValue: compression) {
         case .none?:
-            return try Block(taking: owned, contentsCount: n, file: path, offset: handle.offset, parseRestarts: parseRestarts)
+            return try Block(taking: owned, contentsCount: n, file: path, offset: handle.offset, parseRestarts: parseRestarts,
+                             allowIdLayout: allowIdLayout)
         case .lz4?:
             defer { owned.deallocate() }
             var r = ByteReader(UnsafeRawBufferPointer(rebasing: raw[0..<n]))
@@ -138,7 +143,8 @@ final class SegmentReader: @unchecked Sendable {
                 out.deallocate()
                 throw StorageError.corruption(file: path, offset: handle.offset, reason: "lz4 payload does not decompress")
             }
-            return try Block(taking: out, contentsCount: size, file: path, offset: handle.offset, parseRestarts: parseRestarts)
+            return try Block(taking: out, contentsCount: size, file: path, offset: handle.offset, parseRestarts: parseRestarts,
+                             allowIdLayout: allowIdLayout)
         case nil:
             owned.deallocate()
             throw StorageError.corruption(file: path, offset: handle.offset, reason: "unknown block compression \(compression)")
@@ -156,7 +162,7 @@ final class SegmentReader: @unchecked Sendable {
         }
         stats.blockCacheMisses.add(1, ordering: .relaxed)
         // A read that skips the cache (compaction) will not come back to this block soon.
-        let b = try Self.readBlock(file: file, path: path, handle: handle, once: !fillCache)
+        let b = try Self.readBlock(file: file, path: path, handle: handle, allowIdLayout: idBlocks, once: !fillCache)
         stats.bytesRead.add(handle.size + UInt64(FormatConstants.blockTrailerBytes), ordering: .relaxed)
         if fillCache { cache.insert(key, b) }
         return b

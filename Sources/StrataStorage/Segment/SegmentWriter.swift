@@ -12,6 +12,9 @@ struct SegmentLayout: Sendable {
     /// The segment format to write. Only tests of reading older segments ask for 1 (no filter
     /// prefixes) or 2 (a filter whose probes spread over the whole array).
     var formatVersion = FormatConstants.segmentFormatVersion
+    /// Write data blocks in the id layout where the keys allow (``EngineOptions/idKeySpaces``;
+    /// format 4 and later).
+    var idBlocks = false
 }
 
 /// Writes one immutable sorted segment file (SPEC.md §Segment):
@@ -25,6 +28,8 @@ final class SegmentWriter {
     // One thread writes a segment; the runtime's exclusivity checks on these were a fifth of a
     // flush's time.
     @exclusivity(unchecked) private var dataBlock: BlockBuilder
+    /// The block being built when it is an id block (then `dataBlock` is empty).
+    @exclusivity(unchecked) private var idBlock = IdBlockBuilder()
     @exclusivity(unchecked) private var indexBlock = BlockBuilder(restartInterval: 1)
     @exclusivity(unchecked) private var output = ByteWriter(capacity: 256 * 1024)
     @exclusivity(unchecked) private var offset: UInt64 = 0
@@ -59,7 +64,8 @@ final class SegmentWriter {
     func add(internalKey: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
         if hasPendingIndexKey { addIndexEntry() }
         let userKey = InternalKey.userKey(internalKey)
-        if !hasLastUserKey || !lastUserKey.withUnsafeBytes({ $0.bytesEqual(userKey) }) {
+        let isNewUserKey = !hasLastUserKey || !lastUserKey.withUnsafeBytes({ $0.bytesEqual(userKey) })
+        if isNewUserKey {
             hashes.append(BloomFilter.hash(userKey))
             let cut = layout.formatVersion >= 2 ? layout.filterPrefixSuffixBytes : 0
             if cut > 0 && userKey.count >= cut {
@@ -83,10 +89,30 @@ final class SegmentWriter {
         properties.maxSequence = max(properties.maxSequence, seq)
         properties.rawKeyBytes += UInt64(userKey.count)
         properties.rawValueBytes += UInt64(value.count)
-        dataBlock.add(key: internalKey, value: value)
-        if dataBlock.estimatedSize >= layout.blockBytes {
+        if layout.idBlocks {
+            try addToIdBlock(internalKey: internalKey, value: value, isNewUserKey: isNewUserKey)
+        } else {
+            dataBlock.add(key: internalKey, value: value)
+        }
+        if dataBlock.estimatedSize >= layout.blockBytes || idBlock.estimatedSize >= layout.blockBytes {
             try finishDataBlock()
         }
+    }
+
+    /// An id key space's entry: into the id block being built if it fits there, else into a
+    /// new block, an id block when the key can start one (an older version of the key before
+    /// cannot: an id block holds one version of each key) and a restart-layout block otherwise.
+    private func addToIdBlock(internalKey: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, isNewUserKey: Bool) throws {
+        if !dataBlock.isEmpty {
+            dataBlock.add(key: internalKey, value: value)
+            return
+        }
+        if !idBlock.isEmpty {
+            if idBlock.add(key: internalKey, value: value) { return }
+            try finishDataBlock()
+        }
+        if isNewUserKey && idBlock.add(key: internalKey, value: value) { return }
+        dataBlock.add(key: internalKey, value: value)
     }
 
     private func addIndexEntry() {
@@ -97,12 +123,23 @@ final class SegmentWriter {
     }
 
     private func finishDataBlock() throws {
+        let compress = layout.compress
+        // A block cut in the middle of an add (an id block an entry does not fit) may follow
+        // one whose index entry still waits.
+        if hasPendingIndexKey && !(idBlock.isEmpty && dataBlock.isEmpty) { addIndexEntry() }
+        if !idBlock.isEmpty {
+            idBlock.key(idBlock.entryCount - 1, into: &pendingIndexKey)
+            hasPendingIndexKey = true
+            pendingHandle = try idBlock.withFinishedContents { try writeBlock($0, compress: compress) }
+            properties.dataBlockCount += 1
+            idBlock.reset()
+            return
+        }
         guard !dataBlock.isEmpty else { return }
         // The index entry is the block's last key; added lazily so finish() can write the last one.
         pendingIndexKey.removeAll(keepingCapacity: true)
         dataBlock.withLastKey { pendingIndexKey.append(contentsOf: $0) }
         hasPendingIndexKey = true
-        let compress = layout.compress
         pendingHandle = try dataBlock.withFinishedContents { try writeBlock($0, compress: compress) }
         properties.dataBlockCount += 1
         dataBlock.reset()

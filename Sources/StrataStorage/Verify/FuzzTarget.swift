@@ -86,7 +86,9 @@ public enum _FuzzTarget: String, CaseIterable, Sendable {
         case .block:
             let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, data.count), alignment: 8)
             if data.count > 0 { storage.copyMemory(from: data) }
-            guard let block = try? Block(taking: storage, contentsCount: data.count, file: "fuzz.block", offset: 0) else { return }
+            // Either layout: a restart-layout block, or an id block when it ends in the id marker.
+            guard let block = try? Block(taking: storage, contentsCount: data.count, file: "fuzz.block", offset: 0,
+                                         allowIdLayout: true) else { return }
             let it = block.makeIterator()
             it.seekToFirst()
             var n = 0

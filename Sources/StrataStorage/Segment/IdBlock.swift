@@ -1,0 +1,178 @@
+/// The id-addressed layout of a data block (segment format 4, SPEC.md §6.1.1): a block whose
+/// user keys all share a head and end in an 8-byte big-endian id, one version each, with ids
+/// increasing. An entry is found by position instead of by a restart search:
+///
+/// ```
+/// id block = value bytes | ids (u64 × m, sparse only) | entry × m | head (h bytes) | footer
+/// entry    = trailer (u64) | value offset (u32) | value size (u32)              16 bytes
+/// footer   = first id (u64) | m (u32) | h (u32) | flags (u32, bit 0 sparse) | 0 (u32)   24 bytes
+/// ```
+///
+/// A dense block (ids `first … first + m - 1`, no gap) finds entry `id - first` by arithmetic:
+/// a lookup reads the footer's line, the entry's line and the value. A sparse block (ids with
+/// gaps, after removals) searches its id array without branches first. The last word, 0, is
+/// what tells the layout apart: a restart-layout block ends in its restart count, never 0.
+///
+/// Every field is checked once, when the block is decoded (``init(contents:)``), so that the
+/// lookups and the iterator index it without further checks.
+struct IdBlockLayout {
+    static let footerBytes = 24
+    static let entryBytes = 16
+    static let sparseFlag: UInt32 = 1
+
+    /// The block's contents (owned by its ``Block``).
+    let contents: UnsafeRawBufferPointer
+    let count: Int
+    let firstId: UInt64
+    let isSparse: Bool
+    /// Where the id array starts (sparse blocks only).
+    let idsOffset: Int
+    let entriesOffset: Int
+    let headOffset: Int
+    let headCount: Int
+
+    /// Whether contents of this length end in the id layout's marker (the caller checked that
+    /// the block is at least 4 bytes long).
+    static func hasMarker(_ contents: UnsafeRawBufferPointer) -> Bool {
+        contents.count >= footerBytes && loadFixed32(contents, contents.count - 4) == 0
+    }
+
+    /// The layout, or why a field is out of range (the caller reports corruption).
+    static func decode(_ contents: UnsafeRawBufferPointer) -> Result<IdBlockLayout, IdBlockDamage> {
+        let n = contents.count
+        guard n >= footerBytes, loadFixed32(contents, n - 4) == 0 else { return .failure(.init("id block footer")) }
+        let footer = n - footerBytes
+        let first = loadFixed64(contents, footer)
+        let m = Int(loadFixed32(contents, footer + 8))
+        let h = Int(loadFixed32(contents, footer + 12))
+        let flags = loadFixed32(contents, footer + 16)
+        guard flags & ~sparseFlag == 0 else { return .failure(.init("id block flags \(flags)")) }
+        let sparse = flags & sparseFlag != 0
+        // Each bound is checked before it is used in a product or a sum.
+        guard m >= 1, m <= footer / entryBytes else { return .failure(.init("id block count \(m)")) }
+        guard h <= StorageLimits.maxKeyBytes - 8, h <= footer - m * entryBytes else {
+            return .failure(.init("id block head of \(h) bytes"))
+        }
+        let headOffset = footer - h
+        let entriesOffset = headOffset - m * entryBytes
+        var idsOffset = entriesOffset
+        if sparse {
+            guard m <= entriesOffset / 8 else { return .failure(.init("id block id array")) }
+            idsOffset = entriesOffset - m * 8
+        }
+        let valuesEnd = idsOffset
+        if sparse {
+            guard loadFixed64(contents, idsOffset) == first else { return .failure(.init("id block first id")) }
+            var previous = first
+            for i in 1..<m {
+                let id = loadFixed64(contents, idsOffset + i * 8)
+                guard id > previous else { return .failure(.init("id block ids not increasing")) }
+                previous = id
+            }
+        } else {
+            guard first <= UInt64.max - UInt64(m - 1) else { return .failure(.init("id block id range")) }
+        }
+        for i in 0..<m {
+            let e = entriesOffset + i * entryBytes
+            let offset = Int(loadFixed32(contents, e + 8)), size = Int(loadFixed32(contents, e + 12))
+            guard offset <= valuesEnd, size <= valuesEnd - offset else { return .failure(.init("id block value out of range")) }
+        }
+        return .success(IdBlockLayout(contents: contents, count: m, firstId: first, isSparse: sparse, idsOffset: idsOffset,
+                                      entriesOffset: entriesOffset, headOffset: headOffset, headCount: h))
+    }
+
+    /// Bytes of each user key: the head and the id.
+    var userKeyCount: Int { headCount + 8 }
+
+    @inline(__always) func id(_ i: Int) -> UInt64 {
+        isSparse ? loadFixed64(contents, idsOffset + i &* 8) : firstId &+ UInt64(i)
+    }
+
+    @inline(__always) func trailer(_ i: Int) -> UInt64 {
+        loadFixed64(contents, entriesOffset + i &* Self.entryBytes)
+    }
+
+    /// Entry `i`'s value: its offset and size in `contents`.
+    @inline(__always) func value(_ i: Int) -> (offset: Int, count: Int) {
+        let e = entriesOffset + i &* Self.entryBytes
+        return (Int(loadFixed32(contents, e + 8)), Int(loadFixed32(contents, e + 12)))
+    }
+
+    /// Writes entry `i`'s internal key (head, big-endian id, trailer) at `out`, which has room
+    /// for `userKeyCount + 8` bytes.
+    @inline(__always) func writeKey(_ i: Int, to out: UnsafeMutableRawPointer) {
+        if headCount > 0 { out.copyMemory(from: contents.baseAddress! + headOffset, byteCount: headCount) }
+        (out + headCount).storeBytes(of: id(i).bigEndian, as: UInt64.self)
+        (out + headCount + 8).storeBytes(of: trailer(i).littleEndian, as: UInt64.self)
+    }
+
+    /// The position of the first entry whose id is >= `id` (`count` when none is).
+    @inline(__always) func lowerBound(id: UInt64) -> Int {
+        if !isSparse {
+            if id <= firstId { return 0 }
+            let d = id &- firstId
+            return d >= UInt64(count) ? count : Int(d)
+        }
+        // Branchless: the loop's trip count depends only on `count`, and the comparison becomes
+        // a conditional move, so no misprediction waits on an id's memory miss.
+        var base = 0
+        var n = count
+        let ids = contents.baseAddress! + idsOffset
+        while n > 1 {
+            let half = n >> 1
+            let probe = ids.loadUnaligned(fromByteOffset: (base + half - 1) &* 8, as: UInt64.self)
+            base = UInt64(littleEndian: probe) < id ? base + half : base
+            n -= half
+        }
+        let last = UInt64(littleEndian: ids.loadUnaligned(fromByteOffset: base &* 8, as: UInt64.self))
+        return last < id ? base + 1 : base
+    }
+
+    /// Whether `userKey` has this block's length and head; its id when it does.
+    @inline(__always) func idOf(userKey: UnsafeRawBufferPointer) -> UInt64? {
+        guard userKey.count == userKeyCount else { return nil }
+        if headCount > 0 && !UnsafeRawBufferPointer(rebasing: userKey[0..<headCount])
+            .bytesEqual(UnsafeRawBufferPointer(rebasing: contents[headOffset..<(headOffset + headCount)])) { return nil }
+        return UInt64(bigEndian: userKey.loadUnaligned(fromByteOffset: headCount, as: UInt64.self))
+    }
+
+    /// The position of the first entry whose internal key is >= `target` (`count` when none is).
+    func firstAtOrAfter(_ target: UnsafeRawBufferPointer) -> Int {
+        let user = InternalKey.userKey(target)
+        if let id = idOf(userKey: user) {
+            let i = lowerBound(id: id)
+            // One version per user key: the entry sorts before the target when it is newer.
+            if i < count && self.id(i) == id && trailer(i) > InternalKey.trailer(target) { return i + 1 }
+            return i
+        }
+        // A key of another length or head: compared whole, entry by entry of a binary search.
+        return withUnsafeTemporaryAllocation(byteCount: userKeyCount + 8, alignment: 8) { buffer in
+            var lo = 0, hi = count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                writeKey(mid, to: buffer.baseAddress!)
+                if InternalKey.compare(UnsafeRawBufferPointer(buffer), target) < 0 { lo = mid + 1 } else { hi = mid }
+            }
+            return lo
+        }
+    }
+
+    /// A point lookup: the entry holding `target`'s user key at or below its sequence, if any.
+    @inline(__always) func lookup(_ target: UnsafeRawBufferPointer) -> Block.Lookup {
+        guard let id = idOf(userKey: InternalKey.userKey(target)) else { return .notFound }
+        let i = lowerBound(id: id)
+        // Absent, or only a version newer than the read: the next entry holds another key.
+        guard i < count, self.id(i) == id else { return .notFound }
+        let t = trailer(i)
+        guard t <= InternalKey.trailer(target) else { return .notFound }
+        let v = value(i)
+        return .entry(userKeyMatches: true, isDeletion: t & 0xFF == UInt64(EntryKind.deletion.rawValue),
+                      valueOffset: v.offset, valueCount: v.count)
+    }
+}
+
+/// Why an id block failed its checks.
+struct IdBlockDamage: Error {
+    let reason: String
+    init(_ reason: String) { self.reason = reason }
+}

@@ -1,0 +1,80 @@
+/// Builds one data block in the id-addressed layout (``IdBlockLayout``, SPEC.md §6.1.1). The
+/// segment writer offers it each entry of an id key space; an entry it cannot take (another
+/// head or key length, a second version of the last key) ends the block.
+struct IdBlockBuilder {
+    private(set) var values = ByteWriter(capacity: 16 * 1024)
+    private var ids: [UInt64] = []
+    /// Per entry: trailer, value offset, value size (the entry array, little-endian on output).
+    private var entries: [(UInt64, UInt32, UInt32)] = []
+    private var head: [UInt8] = []
+    private var isSparse = false
+
+    var isEmpty: Bool { ids.isEmpty }
+    var entryCount: Int { ids.count }
+
+    /// Size of the block if finished now (counting the id array as if it were sparse).
+    var estimatedSize: Int { values.count + ids.count * (IdBlockLayout.entryBytes + 8) + head.count + IdBlockLayout.footerBytes }
+
+    mutating func reset() {
+        values.removeAll()
+        ids.removeAll(keepingCapacity: true)
+        entries.removeAll(keepingCapacity: true)
+        head.removeAll(keepingCapacity: true)
+        isSparse = false
+    }
+
+    /// Whether an internal key can start an id block: a user key of 8 bytes or more, whose last
+    /// eight are its id, no longer than the largest key.
+    static func canStart(_ internalKey: UnsafeRawBufferPointer) -> Bool {
+        let n = internalKey.count - InternalKey.trailerBytes
+        return n >= 8 && n <= StorageLimits.maxKeyBytes
+    }
+
+    /// Adds the entry and returns true when it fits this block: same head and key length as the
+    /// entries before it, a larger id. A key ``canStart(_:)`` refuses, or a value too large for
+    /// a u32 offset, never fits.
+    mutating func add(key internalKey: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Bool {
+        guard Self.canStart(internalKey) else { return false }
+        let user = InternalKey.userKey(internalKey)
+        let h = user.count - 8
+        let id = UInt64(bigEndian: user.loadUnaligned(fromByteOffset: h, as: UInt64.self))
+        guard values.count + value.count <= Int(UInt32.max) else { return false }
+        if let last = ids.last {
+            guard h == head.count, id > last,
+                  head.withUnsafeBytes({ UnsafeRawBufferPointer(rebasing: user[0..<h]).bytesEqual($0) }) else { return false }
+            if id != last &+ 1 { isSparse = true }
+        } else {
+            head.append(contentsOf: UnsafeRawBufferPointer(rebasing: user[0..<h]))
+        }
+        ids.append(id)
+        entries.append((InternalKey.trailer(internalKey), UInt32(values.count), UInt32(value.count)))
+        values.append(value)
+        return true
+    }
+
+    /// Writes entry `i`'s internal key into `out` (replacing its contents).
+    func key(_ i: Int, into out: inout [UInt8]) {
+        out.removeAll(keepingCapacity: true)
+        out.append(contentsOf: head)
+        withUnsafeBytes(of: ids[i].bigEndian) { out.append(contentsOf: $0) }
+        withUnsafeBytes(of: entries[i].0.littleEndian) { out.append(contentsOf: $0) }
+    }
+
+    /// Appends the id array (sparse blocks), the entries, the head and the footer, and lends
+    /// the finished contents to `body`. Call ``reset()`` before adding again.
+    mutating func withFinishedContents<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        if isSparse { for id in ids { values.appendFixed64(id) } }
+        for (trailer, offset, size) in entries {
+            values.appendFixed64(trailer)
+            values.appendFixed32(offset)
+            values.appendFixed32(size)
+        }
+        values.append(head)
+        values.appendFixed64(ids[0])
+        values.appendFixed32(UInt32(ids.count))
+        values.appendFixed32(UInt32(head.count))
+        values.appendFixed32(isSparse ? IdBlockLayout.sparseFlag : 0)
+        values.appendFixed32(0)
+        return try values.bytes.withUnsafeBytes(body)
+    }
+}

@@ -1,0 +1,254 @@
+import Foundation
+import Testing
+@testable import StrataStorage
+
+/// Id-addressed data blocks (SPEC.md §6.1.1): a key space listed in `EngineOptions.idKeySpaces`
+/// stores runs of keys that share a head and end in a big-endian id in blocks found by
+/// arithmetic on the id. Every read must give what the restart layout gives, for dense and
+/// sparse ids, several heads, keys of other shapes, deletions and versions kept by snapshots.
+@Suite struct IdBlockTests {
+    static let dir = "/db"
+
+    static func idKey(_ head: UInt32, _ id: UInt64) -> [UInt8] {
+        withUnsafeBytes(of: head.bigEndian) { Array($0) } + withUnsafeBytes(of: id.bigEndian) { Array($0) }
+    }
+
+    static func options(_ fs: InMemoryFileSystem, idBlocks: Bool, format: UInt32 = FormatConstants.segmentFormatVersion) -> EngineOptions {
+        var o = EngineOptions.testing(fs, memtableBytes: 16 << 10, blockBytes: 512, targetSegmentBytes: 16 << 10)
+        o.keySpaces = ["objects"]
+        if idBlocks { o.idKeySpaces = ["objects"] }
+        o.segmentFormatVersion = format
+        return o
+    }
+
+    /// The data blocks of every live segment of the store at `dir`: (id blocks, other blocks).
+    static func blockLayouts(_ fs: InMemoryFileSystem) throws -> (id: Int, restart: Int) {
+        var id = 0, restart = 0
+        for name in try fs.listDirectory(dir) where name.hasSuffix(".seg") {
+            let reader = try SegmentReader.open(fileSystem: fs, path: dir + "/" + name, fileNumber: 1,
+                                                cache: BlockCache(capacityBytes: 1 << 20), stats: StatisticsCounters())
+            for i in 0..<reader.index.restartCount {
+                let block = try reader.dataBlock(try reader.blockHandle(atIndexEntry: i), fillCache: false)
+                if block.idLayout != nil { id += 1 } else { restart += 1 }
+            }
+        }
+        return (id, restart)
+    }
+
+    /// A random workload over three heads (dense runs, gaps, removals, overwrites) and a few keys
+    /// of other lengths, applied to an engine and a model; returns the model and a snapshot's model.
+    static func workload(_ e: Engine, seed: UInt64) throws -> (model: [[UInt8]: [UInt8]], snapshot: Snapshot, atSnapshot: [[UInt8]: [UInt8]]) {
+        let ks = try e.keySpace(named: "objects")
+        var rng = SplitMix64(state: seed)
+        var model: [[UInt8]: [UInt8]] = [:]
+        var snapshot: Snapshot?
+        var atSnapshot: [[UInt8]: [UInt8]] = [:]
+        for round in 0..<12 {
+            var batch = WriteBatch()
+            for head in UInt32(1)...3 {
+                for _ in 0..<60 {
+                    let id = rng.next() % 400 + (head == 2 ? UInt64.max - 500 : 1)
+                    let k = idKey(head, id)
+                    if rng.next() % 5 == 0 {
+                        batch.delete(k, in: ks)
+                        model[k] = nil
+                    } else {
+                        let v = Array("v\(round)-\(head)-\(id)-".utf8) + [UInt8](repeating: UInt8(id & 0xFF), count: Int(rng.next() % 40))
+                        batch.put(k, v, in: ks)
+                        model[k] = v
+                    }
+                }
+            }
+            // Keys of other shapes among them: shorter than an id, longer, with the same head.
+            let odd: [[UInt8]] = [Array("x".utf8), idKey(2, 7) + [1, 2], [0, 0, 0, 2, 9], idKey(4, 1) + Array("tail".utf8)]
+            let k = odd[round % odd.count]
+            batch.put(k, Array("odd\(round)".utf8), in: ks)
+            model[k] = Array("odd\(round)".utf8)
+            try e.write(batch)
+            if round == 5 {
+                snapshot = try e.snapshot()
+                atSnapshot = model
+            }
+            if round % 4 == 3 { try e.flush() }
+        }
+        try e.flush()
+        return (model, snapshot!, atSnapshot)
+    }
+
+    /// Every read path against the model: point reads of present and absent keys, a batched read,
+    /// a forward and a backward scan, and seeks between keys.
+    static func check(_ e: Engine, _ model: [[UInt8]: [UInt8]], snapshot: Snapshot? = nil) throws {
+        let ks = try e.keySpace(named: "objects")
+        for (k, v) in model { #expect(try e.get(k, in: ks, snapshot: snapshot) == v) }
+        var probes: [[UInt8]] = []
+        for head in UInt32(0)...4 {
+            for id in [0, 1, 2, 399, 400, 401, 402, UInt64.max - 500, UInt64.max - 99, UInt64.max - 100, UInt64.max] {
+                probes.append(idKey(head, id))
+            }
+        }
+        probes += [[], [0], idKey(2, 7) + [1], idKey(2, 7) + [1, 2, 3], [0xFF, 0xFF]]
+        for k in probes { #expect(try e.get(k, in: ks, snapshot: snapshot) == model[k], "\(k)") }
+        let all = model.keys.sorted { $0.lexicographicallyPrecedes($1) } + probes
+        var keys = KeyList()
+        for k in all { keys.append(k) }
+        try e.visitValues(forKeys: keys, in: ks, snapshot: snapshot) { i, value in
+            #expect(value.map(Array.init) == model[all[i]])
+        }
+        let sorted = model.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        let forward = try e.scan(ks, snapshot: snapshot)
+        #expect(forward.map(\.key) == sorted.map(\.key))
+        #expect(forward.map(\.value) == sorted.map(\.value))
+        #expect(try e.scan(ks, reverse: true, snapshot: snapshot).map(\.key) == sorted.reversed().map(\.key))
+        for p in probes {
+            let expected = sorted.first { !$0.key.lexicographicallyPrecedes(p) }?.key
+            #expect(try e.scan(ks, lowerBound: p, limit: 1, snapshot: snapshot).first?.key == expected)
+            let before = sorted.last { $0.key.lexicographicallyPrecedes(p) }?.key
+            #expect(try e.scan(ks, upperBound: p, reverse: true, limit: 1, snapshot: snapshot).first?.key == before)
+        }
+    }
+
+    @Test(arguments: [1, 2, 3] as [UInt64])
+    func readsGiveWhatTheRestartLayoutGives(seed: UInt64) throws {
+        let fs = InMemoryFileSystem()
+        let e = try Engine.open(directory: Self.dir, options: Self.options(fs, idBlocks: true))
+        let (model, snapshot, atSnapshot) = try Self.workload(e, seed: seed)
+        try Self.check(e, model)
+        try Self.check(e, atSnapshot, snapshot: snapshot)
+        snapshot.release()
+        _ = try e.compact()
+        try Self.check(e, model)
+        e.close()
+        // Id blocks were written, and ordinary ones for the keys of other shapes. (Counted
+        // closed: a background compaction's output is not whole while it is written.)
+        let layouts = try Self.blockLayouts(fs)
+        #expect(layouts.id > 10)
+        #expect(layouts.restart > 0)
+        let reopened = try Engine.open(directory: Self.dir, options: Self.options(fs, idBlocks: true))
+        try Self.check(reopened, model)
+        reopened.close()
+        // The same store read by an engine that does not list the key space reads the same.
+        let plain = try Engine.open(directory: Self.dir, options: Self.options(fs, idBlocks: false))
+        try Self.check(plain, model)
+        plain.close()
+    }
+
+    /// Stores written in every earlier segment format open and read the same with id blocks
+    /// turned on; their compaction then writes format 4 with id blocks.
+    @Test(arguments: [1, 2, 3] as [UInt32])
+    func segmentsOfEarlierFormatsKeepReading(format: UInt32) throws {
+        let fs = InMemoryFileSystem()
+        let old = try Engine.open(directory: Self.dir, options: Self.options(fs, idBlocks: true, format: format))
+        let (model, snapshot, _) = try Self.workload(old, seed: 9)
+        snapshot.release()
+        old.close()
+        #expect(try Self.blockLayouts(fs).id == 0)
+        let e = try Engine.open(directory: Self.dir, options: Self.options(fs, idBlocks: true))
+        try Self.check(e, model)
+        _ = try e.compact()
+        try Self.check(e, model)
+        e.close()
+        #expect(try Self.blockLayouts(fs).id > 0)
+    }
+
+    /// A valid id block, built by the writer's builder: `count` entries from id 100 (every third
+    /// missing when sparse).
+    static func builtBlock(count: Int, sparse: Bool) -> [UInt8] {
+        var b = IdBlockBuilder()
+        for i in 0..<count {
+            let id = UInt64(100 + (sparse ? i * 3 : i))
+            let key = idKey(7, id) + withUnsafeBytes(of: InternalKey.trailer(sequence: UInt64(i + 1), kind: .value).littleEndian) { Array($0) }
+            let added = key.withUnsafeBytes { k in Array("value \(i)".utf8).withUnsafeBytes { v in b.add(key: k, value: v) } }
+            #expect(added)
+        }
+        return b.withFinishedContents { Array($0) }
+    }
+
+    static func decode(_ bytes: [UInt8], allowIdLayout: Bool = true) throws -> Block {
+        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bytes.count), alignment: 8)
+        bytes.withUnsafeBytes { if !$0.isEmpty { storage.copyMemory(from: $0) } }
+        return try Block(taking: storage, contentsCount: bytes.count, file: "b", offset: 0, allowIdLayout: allowIdLayout)
+    }
+
+    /// The fuzzers' seeds for the id layout (`block`: a dense and a sparse block; `segment`: a
+    /// segment of an id key space), written to Tests/FuzzCorpus with `STRATA_WRITE_ID_SEEDS=1`
+    /// and replayed through their targets here either way.
+    @Test func idSeedsRunThroughTheFuzzTargets() throws {
+        let fs = InMemoryFileSystem()
+        let e = try Engine.open(directory: Self.dir, options: Self.options(fs, idBlocks: true))
+        let ks = try e.keySpace(named: "objects")
+        var batch = WriteBatch()
+        for id in [1, 2, 3, 5, 8, 13, 21, 34] as [UInt64] { batch.put(Self.idKey(1, id), Array("o\(id)".utf8), in: ks) }
+        for id in UInt64(1)...40 { batch.put(Self.idKey(2, id), Array("p\(id)".utf8), in: ks) }
+        try e.write(batch)
+        try e.flush()
+        e.close()
+        let segment = try #require(try fs.listDirectory(Self.dir).first { $0.hasSuffix(".seg") }.flatMap { fs.contents(of: Self.dir + "/" + $0) })
+        let seeds: [(String, String, [UInt8])] = [
+            ("block", "id-block-dense", Self.builtBlock(count: 12, sparse: false)),
+            ("block", "id-block-sparse", Self.builtBlock(count: 12, sparse: true)),
+            ("segment", "id-segment", segment),
+        ]
+        for (target, name, bytes) in seeds {
+            bytes.withUnsafeBytes { _FuzzTarget(rawValue: target)!.run($0) }
+            if ProcessInfo.processInfo.environment["STRATA_WRITE_ID_SEEDS"] == "1" {
+                let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                    .appendingPathComponent("FuzzCorpus/\(target)")
+                try Data(bytes).write(to: dir.appendingPathComponent(name))
+            }
+        }
+    }
+
+    @Test func aBuiltBlockDecodesAndFindsEveryEntry() throws {
+        for sparse in [false, true] {
+            let block = try Self.decode(Self.builtBlock(count: 50, sparse: sparse))
+            let layout = try #require(block.idLayout)
+            #expect(layout.isSparse == sparse)
+            for i in 0..<50 {
+                let id = UInt64(100 + (sparse ? i * 3 : i))
+                var target = Self.idKey(7, id)
+                target += withUnsafeBytes(of: InternalKey.seekTrailer(sequence: 1000).littleEndian) { Array($0) }
+                let r = target.withUnsafeBytes { block.dataLookup($0) }
+                guard case let .entry(true, false, offset, count) = r else { Issue.record("id \(id): \(r)"); continue }
+                #expect(Array(block.contents[offset..<(offset + count)]) == Array("value \(i)".utf8))
+                // A read below the entry's sequence does not see it.
+                var early = Self.idKey(7, id)
+                early += withUnsafeBytes(of: InternalKey.seekTrailer(sequence: UInt64(i)).littleEndian) { Array($0) }
+                if case .entry = early.withUnsafeBytes({ block.dataLookup($0) }) { Issue.record("id \(id) seen before its sequence") }
+            }
+        }
+    }
+
+    /// Each field of the footer and the entries damaged in turn: a typed corruption error at
+    /// decode, never a trap or an out-of-range read; and an id block in a segment of an earlier
+    /// format (which has no such layout) is damage too.
+    @Test func damagedFieldsAreCorruption() throws {
+        let good = Self.builtBlock(count: 20, sparse: true)
+        let n = good.count
+        func set32(_ b: inout [UInt8], _ at: Int, _ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { for i in 0..<4 { b[at + i] = $0[i] } } }
+        func set64(_ b: inout [UInt8], _ at: Int, _ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { for i in 0..<8 { b[at + i] = $0[i] } } }
+        let footer = n - IdBlockLayout.footerBytes
+        let entries = footer - 4 - 20 * IdBlockLayout.entryBytes
+        let damaged: [(String, ([UInt8]) -> [UInt8])] = [
+            ("count 0", { var b = $0; set32(&b, footer + 8, 0); return b }),
+            ("count huge", { var b = $0; set32(&b, footer + 8, .max); return b }),
+            ("head huge", { var b = $0; set32(&b, footer + 12, .max); return b }),
+            ("flags", { var b = $0; set32(&b, footer + 16, 6); return b }),
+            ("first id", { var b = $0; set64(&b, footer, 1); return b }),
+            ("ids out of order", { var b = $0; set64(&b, entries - 8, 0); return b }),
+            ("value offset", { var b = $0; set32(&b, entries + 8, .max); return b }),
+            ("value size", { var b = $0; set32(&b, entries + 12, .max - 3); return b }),
+            ("dense id range", { var b = $0; set32(&b, footer + 16, 0); set64(&b, footer, .max - 3); return b }),
+            ("too short", { Array($0.suffix(20)) }),
+        ]
+        for (name, damage) in damaged {
+            #expect(throws: StorageError.self, "\(name)") { _ = try Self.decode(damage(good)) }
+        }
+        #expect(throws: StorageError.self) { _ = try Self.decode(good, allowIdLayout: false) }
+        // Every single-byte change decodes or fails typed; what decodes reads without a trap.
+        for i in 0..<n {
+            var b = good
+            b[i] ^= 0x5A
+            b.withUnsafeBytes { _FuzzTarget.block.run($0) }
+        }
+    }
+}
