@@ -22,6 +22,33 @@ import Testing
     static func value(_ i: Int) -> [UInt8] { Array("value-\(i)-".utf8) + [UInt8](repeating: UInt8(i & 0x7F), count: 100) }
 
     #if os(Linux)
+    /// `PosixFileSystem(mapsSegments: false)` reads segments with `pread`: nothing of the store
+    /// is mapped, and reads, scans and a compaction give what a mapped store gives.
+    @Test func segmentsReadWithoutMappings() throws {
+        let dir = TemporaryDirectory()
+        func mappedSegments() throws -> Int {
+            let all = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/self/maps")).readToEnd() ?? Data()
+            return String(decoding: all, as: UTF8.self)
+                .split(separator: "\n").filter { $0.contains(dir.path) && $0.hasSuffix(".seg") }.count
+        }
+        var options = EngineOptions()
+        options.fileSystem = PosixFileSystem(mapsSegments: false)
+        options.blockCacheBytes = 1 << 20
+        let e = try Engine.open(directory: dir.path, options: options)
+        defer { e.close() }
+        for round in 0..<3 {
+            var batch = WriteBatch()
+            for i in stride(from: round, to: 6_000, by: 3) { batch.put(Self.key(i), Self.value(i), in: e.defaultKeySpace) }
+            try e.write(batch)
+            try e.flush()
+        }
+        _ = try e.compact()
+        for i in stride(from: 0, to: 6_000, by: 7) { #expect(try e.get(Self.key(i), in: e.defaultKeySpace) == Self.value(i)) }
+        #expect(try e.scan(e.defaultKeySpace).count == 6_000)
+        #expect(e.statistics().blockCacheMisses > 0)
+        #expect(try mappedSegments() == 0)
+    }
+
     /// A closed store's segment mappings are unmapped on a background thread, not leaked: soon
     /// after the engine goes, no mapping of its directory is left in the process.
     @Test func segmentMappingsGoAwayAfterClose() throws {

@@ -29,6 +29,10 @@ enum BenchDurability: String {
         if let mb = ProcessInfo.processInfo.environment["STRATA_CACHE_MB"].flatMap(Int.init) {
             options.engine.blockCacheBytes = mb << 20
         }
+        // Experiments only: STRATA_PREAD=1 reads segments with pread instead of mappings.
+        if ProcessInfo.processInfo.environment["STRATA_PREAD"] == "1" {
+            options.engine.fileSystem = PosixFileSystem(mapsSegments: false)
+        }
         return options
     }
 }

@@ -20,7 +20,19 @@ private let systemRename = Darwin.rename
 /// or, for a log, a copy into a shared mapping (no user-space buffer), so a process crash never
 /// loses an acknowledged write.
 public struct PosixFileSystem: FileSystem {
-    public init() {}
+    /// Whether segment files are mapped for their block reads (SPEC.md §6.6) or read with
+    /// `pread` into the block cache. Mapped by default; without mappings, the segment pages a
+    /// process has read are not counted in its resident memory, and no read can fault.
+    ///
+    /// ```swift
+    /// var options = StoreOptions()
+    /// options.engine.fileSystem = PosixFileSystem(mapsSegments: false)
+    /// ```
+    public var mapsSegments: Bool
+
+    public init(mapsSegments: Bool = true) {
+        self.mapsSegments = mapsSegments
+    }
 
     public func createDirectory(_ path: String) throws {
         var prefix = path.hasPrefix("/") ? "/" : ""
@@ -99,7 +111,7 @@ public struct PosixFileSystem: FileSystem {
     /// Falls back to `pread` when the mapping fails.
     public func openImmutable(_ path: String) throws -> any ReadableFile {
         let file = try openReadable(path) as! PosixReadableFile
-        file.map()
+        if mapsSegments { file.map() }
         return file
     }
 
