@@ -258,3 +258,56 @@ import Testing
         e.close()
     }
 }
+
+/// Numbers read from a segment's properties block are summed without overflow: a crafted
+/// segment whose raw key and value byte counts add past 2^64 makes a compaction with progress
+/// (what `strata compact` runs) report a saturated total, not trap.
+@Suite struct CraftedPropertiesTests {
+    /// Rewrites the properties block of the segment at `path` with `change` applied, keeping the
+    /// file's size (the manifest checks it) by taking the bytes from the filter block, which
+    /// then answers "maybe" for every key (SPEC.md §6.3).
+    static func rewriteProperties(_ fs: InMemoryFileSystem, _ path: String, _ change: (inout SegmentProperties) -> Void) throws {
+        var file = try #require(fs.contents(of: path))
+        let footerAt = file.count - FormatConstants.segmentFooterBytes
+        let footer = try file[footerAt...].withUnsafeBytes { try SegmentFooter.decode($0, file: path, fileSize: UInt64(file.count)) }
+        let trailer = FormatConstants.blockTrailerBytes
+        let propsAt = Int(footer.properties.offset)
+        var props = try #require(file[propsAt..<(propsAt + Int(footer.properties.size))].withUnsafeBytes { SegmentProperties.decode($0) })
+        change(&props)
+        let newProps = props.encode(formatVersion: footer.formatVersion)
+        let growth = newProps.count - Int(footer.properties.size)
+        let filterAt = Int(footer.filter.offset), filterSize = Int(footer.filter.size) - growth
+        try #require(filterSize >= 2 && filterAt + Int(footer.filter.size) + trailer == propsAt)
+        func stored(_ payload: [UInt8]) -> [UInt8] {
+            var crc = payload.withUnsafeBytes { Checksum.crc32c($0) }
+            crc = withUnsafeBytes(of: UInt8(0)) { Checksum.crc32c($0, extending: crc) }
+            return payload + [0] + withUnsafeBytes(of: Checksum.mask(crc).littleEndian) { Array($0) }
+        }
+        let filter = Array(file[filterAt..<(filterAt + filterSize)])
+        var rebuilt = Array(file[0..<filterAt]) + stored(filter) + stored(newProps)
+        rebuilt += file[(propsAt + Int(footer.properties.size) + trailer)..<footerAt]
+        let f = SegmentFooter(index: footer.index, filter: BlockHandle(offset: UInt64(filterAt), size: UInt64(filterSize)),
+                              properties: BlockHandle(offset: UInt64(filterAt + filterSize + trailer), size: UInt64(newProps.count)),
+                              formatVersion: footer.formatVersion)
+        rebuilt += f.encode()
+        try #require(rebuilt.count == file.count)
+        file = rebuilt
+        fs.setContents(of: path, to: file)
+    }
+
+    @Test func rawByteCountsThatOverflowAreSaturated() throws {
+        let fs = InMemoryFileSystem()
+        let seg = try SegmentTests.storeWithOneSegment(fs, count: 400)
+        try Self.rewriteProperties(fs, seg) { p in
+            p.rawKeyBytes = .max - 1
+            p.rawValueBytes = .max - 2
+        }
+        let e = try Engine.open(directory: SegmentTests.dir, options: SegmentTests.options(fs))
+        defer { e.close() }
+        #expect(try e.get(key(7), in: e.defaultKeySpace) != nil)
+        var totals: [UInt64] = []
+        _ = try e.compact { totals.append($0.bytesTotal) }
+        #expect(totals.last == .max)
+        #expect(try e.scan(e.defaultKeySpace).count == 400)
+    }
+}

@@ -204,3 +204,29 @@ struct PersonV4 {
         #expect(try people.all().map(\.name) == ["Ada", "Bob"], "nothing written")
     }
 }
+
+/// An entity record stored under entity id 0 or 2^32 - 1 (which Strata never writes; the next
+/// id would overflow) is a typed error at open, not a trap in every `Store.init`.
+@Suite struct CraftedEntityIdTests {
+    @Test(arguments: [UInt32.max, 0])
+    func anEntityIdOutOfRangeIsATypedError(entityId: UInt32) throws {
+        let dir = TemporaryDirectory()
+        do {
+            let store = try Store(directoryPath: dir.path, options: .testing())
+            try store.box(for: PersonV1.self).put(PersonV1(name: "Ada"))
+            store.close()
+        }
+        do {
+            let engine = try Engine.open(directory: dir.path, options: EngineOptions())
+            let meta = try #require(engine.existingKeySpace(named: "meta") as KeySpace?)
+            let record = try #require(try engine.get([2, 0, 0, 0, 1], in: meta))   // MetaKey.entity, entity 1
+            var batch = WriteBatch()
+            batch.put([2] + withUnsafeBytes(of: entityId.bigEndian) { Array($0) }, record, in: meta)
+            try engine.write(batch, durability: .sync)
+            engine.close()
+        }
+        #expect(throws: StrataError.corruptCatalog(reason: "entity id \(entityId) is out of range")) {
+            try Store(directoryPath: dir.path, options: .testing())
+        }
+    }
+}

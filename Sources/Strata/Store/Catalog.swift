@@ -40,6 +40,9 @@ extension Store {
         let schema = T._strataSchema
         let typeId = ObjectIdentifier(type)
         if let other = c.boundNames[schema.name], other != typeId { throw .duplicateEntityName(schema.name) }
+        if c.records[schema.name] == nil && c.nextEntityId == UInt32.max {
+            throw .corruptCatalog(reason: "no entity id is left for \(schema.name)")
+        }
         let existing = c.records[schema.name]
             ?? EntityRecord(entityId: c.nextEntityId, name: schema.name, lastPropertyId: 0, properties: [])
         var (record, ids) = try existing.reconciled(with: schema)

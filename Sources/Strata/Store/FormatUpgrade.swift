@@ -31,6 +31,11 @@ enum FormatUpgrade {
             let entityId = key[1...].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
             switch kind {
             case .entity:
+                // Ids are given from 1 and the next one is this plus 1: 0 and 2^32 - 1 are
+                // never written (a crafted key must not overflow the next id).
+                guard entityId >= 1, entityId < UInt32.max else {
+                    throw StrataError.corruptCatalog(reason: "entity id \(entityId) is out of range")
+                }
                 guard let record = EntityRecord(entityId: entityId, bytes: value) else {
                     throw StrataError.corruptCatalog(reason: "entity record \(entityId) does not parse")
                 }

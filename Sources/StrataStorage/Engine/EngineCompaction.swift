@@ -54,7 +54,11 @@ extension Engine {
             let v = currentView().version
             for id in ids {
                 for s in (v.keySpaces[id]?.levels ?? []).joined() {
-                    meter.total += s.reader.properties.rawKeyBytes + s.reader.properties.rawValueBytes
+                    // Sizes read from a segment's properties: summed without overflow, whatever a
+                    // crafted file says (they only scale the progress report).
+                    let (bytes, over) = s.reader.properties.rawKeyBytes.addingReportingOverflow(s.reader.properties.rawValueBytes)
+                    let (sum, over2) = meter.total.addingReportingOverflow(bytes)
+                    meter.total = over || over2 ? .max : sum
                 }
             }
         }
