@@ -34,6 +34,8 @@ let package = Package(
             dependencies: [
                 "BenchSupport",
                 .product(name: "Strata", package: "Strata"),
+                // PosixFileSystem's options, for experiments (BenchDurability).
+                .product(name: "StrataStorage", package: "Strata"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],

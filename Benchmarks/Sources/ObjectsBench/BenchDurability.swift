@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataStorage
 
 /// Which durability both systems run with, so that ratios compare equal guarantees.
 ///

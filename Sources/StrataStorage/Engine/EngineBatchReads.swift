@@ -1,3 +1,5 @@
+import CStrataSupport
+
 extension Engine {
     /// How many keys a batched read looks up together: enough to overlap the memory misses of
     /// one key's lookup with those of the others, few enough that their blocks stay in the CPU
@@ -67,11 +69,12 @@ extension Engine {
                 for slot in 0..<(end - start) {
                     guard let p = pending[slot] else { continue }
                     if let previous, previous.reader === p.reader, previous.handle == p.handle {
+                        previous.block.prefetchForLookup(p.lookup)
                         pending[slot]!.block = previous.block
                         continue
                     }
                     let block = try p.reader.dataBlock(p.handle)
-                    block.prefetchForLookup()
+                    block.prefetchForLookup(p.lookup)
                     pending[slot]!.block = block
                     previous = (p.reader, p.handle, block)
                 }
@@ -82,6 +85,8 @@ extension Engine {
                     switch try p.reader.lookup(p.lookup, in: block) {
                     case let .found(b, offset, count)?:
                         found[slot] = ValueLocation(owner: b, bytes: UnsafeRawBufferPointer(rebasing: b.contents[offset..<(offset + count)]))
+                        // The caller reads the values after the group's searches: their misses overlap.
+                        strata_prefetch(b.contents.baseAddress! + offset)
                     case .deleted?:
                         break
                     case nil:

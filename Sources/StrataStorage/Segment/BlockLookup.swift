@@ -3,14 +3,20 @@ import CStrataSupport
 /// Point lookups in a block without creating an iterator: the read path of `get` runs these
 /// once per segment it consults, so they allocate nothing.
 extension Block {
-    /// Starts loading the entries that ``dataLookup(_:)``'s binary search reads first (every
-    /// restart point of a small block; the middle and quartiles of a larger one), so that a
-    /// batched read overlaps these memory misses across its keys.
-    func prefetchForLookup() {
+    /// Starts loading the entries that ``dataLookup(_:)`` reads first for `target` (every
+    /// restart point of a small block; the middle and quartiles of a larger one; an id block's
+    /// entry), so that a batched read overlaps these memory misses across its keys.
+    func prefetchForLookup(_ target: UnsafeRawBufferPointer) {
         let base = contents.baseAddress!
-        if idLayout != nil {
-            // The footer, which a lookup reads first; the entry's line depends on the key.
-            strata_prefetch(base + contents.count - IdBlockLayout.footerBytes)
+        if let idLayout {
+            // The entry of the target's id in a dense block (its position is arithmetic); the
+            // middle of the id array, the search's first probe, in a sparse one.
+            if idLayout.isSparse {
+                strata_prefetch(base + idLayout.idsOffset + (idLayout.count / 2) * 8)
+            } else if let id = idLayout.idOf(userKey: InternalKey.userKey(target)) {
+                let i = idLayout.lowerBound(id: id)
+                if i < idLayout.count { strata_prefetch(base + idLayout.entriesOffset + i * IdBlockLayout.entryBytes) }
+            }
             return
         }
         let n = restartCount
