@@ -30,9 +30,9 @@ enum BenchDurability: String {
         if let mb = ProcessInfo.processInfo.environment["STRATA_CACHE_MB"].flatMap(Int.init) {
             options.engine.blockCacheBytes = mb << 20
         }
-        // Experiments only: STRATA_PREAD=1 reads segments with pread instead of mappings.
-        if ProcessInfo.processInfo.environment["STRATA_PREAD"] == "1" {
-            options.engine.fileSystem = PosixFileSystem(mapsSegments: false)
+        // Experiments only: STRATA_MAP_SEGMENTS=0 or 1 reads segments with pread or mappings.
+        if let map = ProcessInfo.processInfo.environment["STRATA_MAP_SEGMENTS"] {
+            options.engine.fileSystem = PosixFileSystem(mapsSegments: map == "1")
         }
         return options
     }

@@ -13,6 +13,10 @@ final class StrataEngine: BenchEngine {
         if let mb = ProcessInfo.processInfo.environment["STRATA_MEMTABLE_MB"].flatMap(Int.init) {
             options.memtableBytes = mb << 20
         }
+        // Experiments only: STRATA_MAP_SEGMENTS=0 or 1 reads segments with pread or mappings.
+        if let map = ProcessInfo.processInfo.environment["STRATA_MAP_SEGMENTS"] {
+            options.fileSystem = PosixFileSystem(mapsSegments: map == "1")
+        }
         engine = try Engine.open(directory: directory, options: options)
         keySpace = engine.defaultKeySpace
     }
