@@ -20,10 +20,13 @@ import Testing
         var recordStarts: [Int]
     }
 
-    static func makeBaseline() throws -> Baseline {
+    /// - Parameter idBlocks: whether "k" is an id key space, whose segments hold its
+    ///   `key-NNNNN` keys (a head "k" and an 8-byte id) in id blocks (SPEC.md §6.1.1).
+    static func makeBaseline(idBlocks: Bool) throws -> Baseline {
         let fs = InMemoryFileSystem()
-        let e = try Engine.open(directory: "/db", options: .testing(fs, memtableBytes: 16 << 10, blockBytes: 512,
-                                                                      targetSegmentBytes: 64 << 10))
+        var options = EngineOptions.testing(fs, memtableBytes: 16 << 10, blockBytes: 512, targetSegmentBytes: 64 << 10)
+        if idBlocks { options.idKeySpaces = ["k"] }
+        let e = try Engine.open(directory: "/db", options: options)
         let ks = try e.keySpace(named: "k")
         var expected: [String: String] = [:]
         for round in 0..<3 {
@@ -98,8 +101,8 @@ import Testing
         return nil
     }
 
-    static func runCampaign(cases: Int, seed: UInt64) throws -> Tally {
-        let baseline = try makeBaseline()
+    static func runCampaign(cases: Int, seed: UInt64, idBlocks: Bool) throws -> Tally {
+        let baseline = try makeBaseline(idBlocks: idBlocks)
         let names = baseline.files.keys.sorted()
         let segments = names.filter { $0.hasSuffix(".seg") }
         let targets = names.filter { $0 != "LOCK" }
@@ -189,10 +192,13 @@ import Testing
         return tally
     }
 
-    @Test func seededDamageToEveryFileIsDetectedAndNeverAnsweredWrong() throws {
-        let cases = Int(ProcessInfo.processInfo.environment["STRATA_CORRUPTION_CASES"] ?? "") ?? 2_000
-        let tally = try Self.runCampaign(cases: cases, seed: 0xC0FFEE)
-        print("corruption campaign: \(tally.cases) cases, \(tally.liveDamage) damaging live data (verify detected \(tally.verifyDetected), open refused \(tally.openRefused), reads failed \(tally.readErrors)), \(tally.tailCases) WAL-tail cases, \(tally.statsCases) STATS cases, \(tally.wrongAnswers.count) wrong answers, \(tally.undetected.count) undetected")
+    /// Run once with the restart layout only and once with id blocks for the main key space;
+    /// `STRATA_CORRUPTION_CASES` cases each (1,000 in the suite).
+    @Test(arguments: [false, true])
+    func seededDamageToEveryFileIsDetectedAndNeverAnsweredWrong(idBlocks: Bool) throws {
+        let cases = Int(ProcessInfo.processInfo.environment["STRATA_CORRUPTION_CASES"] ?? "") ?? 1_000
+        let tally = try Self.runCampaign(cases: cases, seed: idBlocks ? 0x1DB10C : 0xC0FFEE, idBlocks: idBlocks)
+        print("corruption campaign\(idBlocks ? " (id blocks)" : ""): \(tally.cases) cases, \(tally.liveDamage) damaging live data (verify detected \(tally.verifyDetected), open refused \(tally.openRefused), reads failed \(tally.readErrors)), \(tally.tailCases) WAL-tail cases, \(tally.statsCases) STATS cases, \(tally.wrongAnswers.count) wrong answers, \(tally.undetected.count) undetected")
         #expect(tally.wrongAnswers.isEmpty, "\(tally.wrongAnswers.prefix(10))")
         #expect(tally.undetected.isEmpty, "\(tally.undetected.prefix(10))")
         #expect(tally.cases >= cases * 9 / 10)
