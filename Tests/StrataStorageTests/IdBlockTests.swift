@@ -152,11 +152,11 @@ import Testing
 
     /// A valid id block, built by the writer's builder: `count` entries from id 100 (every third
     /// missing when sparse).
-    static func builtBlock(count: Int, sparse: Bool) -> [UInt8] {
+    static func builtBlock(count: Int, sparse: Bool, head: [UInt8] = [0, 0, 0, 7]) -> [UInt8] {
         var b = IdBlockBuilder()
         for i in 0..<count {
             let id = UInt64(100 + (sparse ? i * 3 : i))
-            let key = idKey(7, id) + withUnsafeBytes(of: InternalKey.trailer(sequence: UInt64(i + 1), kind: .value).littleEndian) { Array($0) }
+            let key = head + withUnsafeBytes(of: id.bigEndian) { Array($0) } + withUnsafeBytes(of: InternalKey.trailer(sequence: UInt64(i + 1), kind: .value).littleEndian) { Array($0) }
             let added = key.withUnsafeBytes { k in Array("value \(i)".utf8).withUnsafeBytes { v in b.add(key: k, value: v) } }
             #expect(added)
         }
@@ -198,22 +198,40 @@ import Testing
         }
     }
 
+    /// Dense and sparse blocks, with heads of 0, 4, 8 and 12 bytes (a head of at most 8 bytes is
+    /// compared as a word kept in the block object, a longer one in the block): every entry is
+    /// found, not before its sequence, and keys of another head or length are not.
     @Test func aBuiltBlockDecodesAndFindsEveryEntry() throws {
+        let heads: [[UInt8]] = [[], [0, 0, 0, 7], Array("tenant/7".utf8), Array("tenant/0042/".utf8)]
         for sparse in [false, true] {
-            let block = try Self.decode(Self.builtBlock(count: 50, sparse: sparse))
-            let layout = try #require(block.idLayout)
-            #expect(layout.isSparse == sparse)
-            for i in 0..<50 {
-                let id = UInt64(100 + (sparse ? i * 3 : i))
-                var target = Self.idKey(7, id)
-                target += withUnsafeBytes(of: InternalKey.seekTrailer(sequence: 1000).littleEndian) { Array($0) }
-                let r = target.withUnsafeBytes { block.dataLookup($0) }
-                guard case let .entry(true, false, offset, count) = r else { Issue.record("id \(id): \(r)"); continue }
-                #expect(Array(block.contents[offset..<(offset + count)]) == Array("value \(i)".utf8))
-                // A read below the entry's sequence does not see it.
-                var early = Self.idKey(7, id)
-                early += withUnsafeBytes(of: InternalKey.seekTrailer(sequence: UInt64(i)).littleEndian) { Array($0) }
-                if case .entry = early.withUnsafeBytes({ block.dataLookup($0) }) { Issue.record("id \(id) seen before its sequence") }
+            for head in heads {
+                let block = try Self.decode(Self.builtBlock(count: 50, sparse: sparse, head: head))
+                let layout = try #require(block.idLayout)
+                #expect(layout.isSparse == sparse && layout.headCount == head.count)
+                func lookup(_ head: [UInt8], _ id: UInt64, _ sequence: UInt64) -> Block.Lookup {
+                    let target = head + withUnsafeBytes(of: id.bigEndian) { Array($0) }
+                        + withUnsafeBytes(of: InternalKey.seekTrailer(sequence: sequence).littleEndian) { Array($0) }
+                    return target.withUnsafeBytes { block.dataLookup($0) }
+                }
+                for i in 0..<50 {
+                    let id = UInt64(100 + (sparse ? i * 3 : i))
+                    let r = lookup(head, id, 1000)
+                    guard case let .entry(true, false, offset, count) = r else { Issue.record("id \(id): \(r)"); continue }
+                    #expect(Array(block.contents[offset..<(offset + count)]) == Array("value \(i)".utf8))
+                    // A read below the entry's sequence does not see it.
+                    if case .entry = lookup(head, id, UInt64(i)) { Issue.record("id \(id) seen before its sequence") }
+                    // Another head of the same length, or a longer or shorter key, is not in the block.
+                    if !head.isEmpty {
+                        var other = head
+                        other[other.count - 1] &+= 1
+                        if case .entry = lookup(other, id, 1000) { Issue.record("head \(other) matched \(head)") }
+                        other = head
+                        other[0] &+= 1
+                        if case .entry = lookup(other, id, 1000) { Issue.record("head \(other) matched \(head)") }
+                        if case .entry = lookup(Array(head.dropLast()), id, 1000) { Issue.record("a shorter key matched") }
+                    }
+                    if case .entry = lookup(head + [0], id, 1000) { Issue.record("a longer key matched") }
+                }
             }
         }
     }

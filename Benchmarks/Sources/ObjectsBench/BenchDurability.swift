@@ -30,6 +30,10 @@ enum BenchDurability: String {
         if let mb = ProcessInfo.processInfo.environment["STRATA_CACHE_MB"].flatMap(Int.init) {
             options.engine.blockCacheBytes = mb << 20
         }
+        // Experiments only: STRATA_COMPRESSION=0 stores every block uncompressed.
+        if ProcessInfo.processInfo.environment["STRATA_COMPRESSION"] == "0" {
+            options.engine.compression = false
+        }
         // Experiments only: STRATA_MAP_SEGMENTS=0 or 1 reads segments with pread or mappings.
         if let map = ProcessInfo.processInfo.environment["STRATA_MAP_SEGMENTS"] {
             options.engine.fileSystem = PosixFileSystem(mapsSegments: map == "1")

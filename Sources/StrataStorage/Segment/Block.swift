@@ -1,16 +1,42 @@
 /// The decoded (uncompressed, checksum-verified) contents of one block, owned in its own memory so
 /// the block cache can hand it to many readers at once. Immutable after init.
 final class Block: @unchecked Sendable {
-    let storage: UnsafeMutableRawBufferPointer
-    /// Entries and restart array.
-    let contents: UnsafeRawBufferPointer
-    /// Where the restart array starts; in an id block, where its entries end (the iterator's
-    /// and the cache's prefetch use it as the end of the entries).
-    let restartsOffset: Int
+    // The fields a lookup reads, packed to share the object's first cache line with its header,
+    // which the block cache's retain has just touched: a point read of an id block then reads
+    // that line, the entry's and the value's, and nothing else of the block (SPEC.md §6.1.1).
+    // (Swift lays out a class's stored properties in declaration order.)
+    /// The contents' first byte; the block owns the allocation that starts there.
+    private let base: UnsafeRawPointer
+    private let contentsCount: Int32
+    /// Where the restart array starts; in an id block, where its entries start.
+    private let restartsAt: Int32
+    /// Restart points (0 in an id block).
+    private let restarts: Int32
+    /// Entries of an id block; 0 in a restart-layout block.
+    private let idCount: Int32
+    private let firstId: UInt64
+    /// An id block's head, its first (up to) 8 bytes as a little-endian word.
+    private let headWord: UInt64
+    private let headCount: UInt16
+    private let idSparse: Bool
+    /// Bytes of the allocation, for the cache's charge.
+    private let allocated: Int32
+
+    /// Entries and restart array (or an id block's regions).
+    var contents: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: Int(contentsCount)) }
+    /// Where the restart array starts; in an id block, where its entries start (the end of its
+    /// values and id array).
+    var restartsOffset: Int { Int(restartsAt) }
     /// 0 in an id block.
-    let restartCount: Int
-    /// The id-addressed layout (SPEC.md §6.1.1), when the block is in it.
-    let idLayout: IdBlockLayout?
+    var restartCount: Int { Int(restarts) }
+
+    /// The id-addressed layout (SPEC.md §6.1.1), when the block is in it: a view built from the
+    /// fields above, checked when the block was decoded.
+    var idLayout: IdBlockLayout? {
+        guard idCount > 0 else { return nil }
+        return IdBlockLayout(contents: contents, count: Int(idCount), firstId: firstId, isSparse: idSparse,
+                             entriesOffset: Int(restartsAt), headCount: Int(headCount), headWord: headWord)
+    }
 
     /// Takes ownership of `storage`, whose first `contentsCount` bytes are the block.
     /// Throws corruption when the restart array does not fit; `storage` is freed then.
@@ -19,15 +45,6 @@ final class Block: @unchecked Sendable {
     init(taking storage: UnsafeMutableRawBufferPointer, contentsCount: Int, file: String, offset: UInt64,
          parseRestarts: Bool = true, allowIdLayout: Bool = false) throws {
         let contents = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(storage)[0..<contentsCount])
-        guard parseRestarts else {
-            // Raw payload (filter, properties): no entries to iterate.
-            self.storage = storage
-            self.contents = contents
-            restartCount = 0
-            restartsOffset = 0
-            idLayout = nil
-            return
-        }
         // Everything is checked before any property is set: a class whose init throws after
         // full initialization runs its deinit, which would free `storage` a second time (found
         // by the block fuzzer).
@@ -35,43 +52,57 @@ final class Block: @unchecked Sendable {
             storage.deallocate()
             return StorageError.corruption(file: file, offset: offset, reason: reason)
         }
-        guard contentsCount >= 4 else { throw fail("block too short") }
-        if allowIdLayout && IdBlockLayout.hasMarker(contents) {
-            switch IdBlockLayout.decode(contents) {
-            case let .success(layout):
-                self.storage = storage
-                self.contents = contents
-                restartCount = 0
-                restartsOffset = layout.entriesOffset
-                idLayout = layout
-                return
-            case let .failure(damage):
-                throw fail(damage.reason)
+        // Block handles are below 2^31 and decompressed sizes below 2^28 (SegmentReader).
+        guard storage.count <= Int(Int32.max), contentsCount <= storage.count else { throw fail("block too large") }
+        var restartsAt = 0, restarts = 0, idCount = 0, firstId: UInt64 = 0, headWord: UInt64 = 0, headCount = 0
+        var sparse = false
+        if !parseRestarts {
+            // Raw payload (filter, properties): no entries to iterate.
+        } else {
+            guard contentsCount >= 4 else { throw fail("block too short") }
+            if allowIdLayout && IdBlockLayout.hasMarker(contents) {
+                switch IdBlockLayout.decode(contents) {
+                case let .success(layout):
+                    restartsAt = layout.entriesOffset
+                    idCount = layout.count
+                    firstId = layout.firstId
+                    headWord = layout.headWord
+                    headCount = layout.headCount
+                    sparse = layout.isSparse
+                case let .failure(damage):
+                    throw fail(damage.reason)
+                }
+            } else {
+                let n = Int(loadFixed32(contents, contentsCount - 4))
+                guard n >= 1, n <= (contentsCount - 4) / 4 else { throw fail("bad restart count \(n)") }
+                let at = contentsCount - 4 - n * 4
+                for i in 0..<n {
+                    let r = Int(loadFixed32(contents, at + i * 4))
+                    if r >= at && !(r == 0 && at == 0) { throw fail("restart point out of range") }
+                }
+                restartsAt = at
+                restarts = n
             }
         }
-        let n = Int(loadFixed32(contents, contentsCount - 4))
-        guard n >= 1, n <= (contentsCount - 4) / 4 else { throw fail("bad restart count \(n)") }
-        let restarts = contentsCount - 4 - n * 4
-        for i in 0..<n {
-            let r = Int(loadFixed32(contents, restarts + i * 4))
-            if r >= restarts && !(r == 0 && restarts == 0) { throw fail("restart point out of range") }
-        }
-        self.storage = storage
-        self.contents = contents
-        restartCount = n
-        restartsOffset = restarts
-        idLayout = nil
+        base = UnsafeRawPointer(storage.baseAddress!)
+        self.contentsCount = Int32(contentsCount)
+        self.restartsAt = Int32(restartsAt)
+        self.restarts = Int32(restarts)
+        self.idCount = Int32(idCount)
+        self.firstId = firstId
+        self.headWord = headWord
+        self.headCount = UInt16(headCount)
+        idSparse = sparse
+        allocated = Int32(storage.count)
     }
 
-    deinit { storage.deallocate() }
+    deinit { UnsafeMutableRawPointer(mutating: base).deallocate() }
 
-    /// What a lookup in the block reads first: the restart array, or an id block's footer.
-    var lookupStart: UnsafeRawPointer {
-        contents.baseAddress! + (idLayout == nil ? restartsOffset : contents.count - IdBlockLayout.footerBytes)
-    }
+    /// What a lookup in the block reads first: the restart array, or an id block's entries.
+    var lookupStart: UnsafeRawPointer { base + Int(restartsAt) }
 
     /// Bytes charged to the block cache.
-    var charge: Int { storage.count + 128 }
+    var charge: Int { Int(allocated) + 128 }
 
     @inline(__always) func restartPoint(_ i: Int) -> Int {
         Int(loadFixed32(contents, restartsOffset + i * 4))

@@ -25,11 +25,15 @@ struct IdBlockLayout {
     let count: Int
     let firstId: UInt64
     let isSparse: Bool
-    /// Where the id array starts (sparse blocks only).
-    let idsOffset: Int
     let entriesOffset: Int
-    let headOffset: Int
     let headCount: Int
+    /// The head's first (up to) 8 bytes as a little-endian word, zero-padded: a key's head is
+    /// compared with it, without reading the head at the end of the block (another cache line).
+    let headWord: UInt64
+
+    /// Where the id array starts (sparse blocks only).
+    var idsOffset: Int { isSparse ? entriesOffset - count * 8 : entriesOffset }
+    var headOffset: Int { entriesOffset + count * Self.entryBytes }
 
     /// Whether contents of this length end in the id layout's marker (the caller checked that
     /// the block is at least 4 bytes long).
@@ -77,8 +81,10 @@ struct IdBlockLayout {
             let offset = Int(loadFixed32(contents, e + 8)), size = Int(loadFixed32(contents, e + 12))
             guard offset <= valuesEnd, size <= valuesEnd - offset else { return .failure(.init("id block value out of range")) }
         }
-        return .success(IdBlockLayout(contents: contents, count: m, firstId: first, isSparse: sparse, idsOffset: idsOffset,
-                                      entriesOffset: entriesOffset, headOffset: headOffset, headCount: h))
+        var word: UInt64 = 0
+        for i in 0..<min(h, 8) { word |= UInt64(contents[headOffset + i]) << UInt64(8 * i) }
+        return .success(IdBlockLayout(contents: contents, count: m, firstId: first, isSparse: sparse,
+                                      entriesOffset: entriesOffset, headCount: h, headWord: word))
     }
 
     /// Bytes of each user key: the head and the id.
@@ -131,7 +137,11 @@ struct IdBlockLayout {
     /// Whether `userKey` has this block's length and head; its id when it does.
     @inline(__always) func idOf(userKey: UnsafeRawBufferPointer) -> UInt64? {
         guard userKey.count == userKeyCount else { return nil }
-        if headCount > 0 && !UnsafeRawBufferPointer(rebasing: userKey[0..<headCount])
+        if headCount <= 8 {
+            // The key has at least 8 bytes (its id): one load, masked to the head's length.
+            let mask: UInt64 = headCount == 8 ? .max : (UInt64(1) << UInt64(8 * headCount)) &- 1
+            guard UInt64(littleEndian: userKey.loadUnaligned(as: UInt64.self)) & mask == headWord else { return nil }
+        } else if !UnsafeRawBufferPointer(rebasing: userKey[0..<headCount])
             .bytesEqual(UnsafeRawBufferPointer(rebasing: contents[headOffset..<(headOffset + headCount)])) { return nil }
         return UInt64(bigEndian: userKey.loadUnaligned(fromByteOffset: headCount, as: UInt64.self))
     }
