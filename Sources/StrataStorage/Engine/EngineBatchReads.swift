@@ -37,75 +37,86 @@ extension Engine {
         let stride = longest + InternalKey.trailerBytes
         let lookupBuffers = UnsafeMutableRawBufferPointer.allocate(byteCount: stride * group, alignment: 8)
         defer { lookupBuffers.deallocate() }
-        var found = [ValueLocation](repeating: .absent, count: group)
+        // Reference counting kept to one retain and release per key (its block): the readers
+        // stay alive through `view`, whose version holds them, so a pending read refers to its
+        // reader unretained; a value's bytes stay valid while `blocks` (segments), `owners`
+        // (the rare fallback) or `view` (memtables) holds what they lie in.
+        var found = [UnsafeRawBufferPointer?](repeating: nil, count: group)
         var pending = [PendingRead?](repeating: nil, count: group)
-        try keys.bytes.withUnsafeBytes { all in
-            var start = 0
-            while start < keys.count {
-                let end = min(start + group, keys.count)
-                // Stage 1: the memtables, then the first segment whose filter and index admit the key.
-                for i in start..<end {
-                    let slot = i - start
-                    found[slot] = .absent
-                    pending[slot] = nil
-                    let key = keys.key(i, in: all)
-                    let hash = BloomFilter.hash(key)
-                    if let r = mem.get(key, hash: hash, sequence: sequence) ?? imm?.get(key, hash: hash, sequence: sequence) {
-                        if case let .found(v) = r { found[slot] = ValueLocation(owner: view, bytes: v) }
-                        continue
+        var blocks = [Block?](repeating: nil, count: group)
+        var owners = [AnyObject?](repeating: nil, count: group)
+        try withExtendedLifetime(view) {
+            try keys.bytes.withUnsafeBytes { all in
+                var start = 0
+                while start < keys.count {
+                    let end = min(start + group, keys.count)
+                    // Stage 1: the memtables, then the first segment whose filter and index admit the key.
+                    for i in start..<end {
+                        let slot = i - start
+                        found[slot] = nil
+                        pending[slot] = nil
+                        blocks[slot] = nil
+                        owners[slot] = nil
+                        let key = keys.key(i, in: all)
+                        let hash = BloomFilter.hash(key)
+                        if let r = mem.get(key, hash: hash, sequence: sequence) ?? imm?.get(key, hash: hash, sequence: sequence) {
+                            if case let .found(v) = r { found[slot] = v }
+                            continue
+                        }
+                        let lookup = Self.lookupKey(key, sequence: sequence, in: lookupBuffers, slot: slot, stride: stride)
+                        try view.version.candidates(for: key, in: keySpace.id) { segment in
+                            guard let handle = try segment.reader.blockHandle(lookupKey: lookup, hash: hash) else { return false }
+                            segment.reader.prefetchCached(handle)
+                            pending[slot] = PendingRead(reader: Unmanaged.passUnretained(segment.reader), handle: handle, hash: hash,
+                                                        lookup: lookup)
+                            return true
+                        }
                     }
-                    let lookup = Self.lookupKey(key, sequence: sequence, in: lookupBuffers, slot: slot, stride: stride)
-                    try view.version.candidates(for: key, in: keySpace.id) { segment in
-                        guard let handle = try segment.reader.blockHandle(lookupKey: lookup, hash: hash) else { return false }
-                        segment.reader.prefetchCached(handle)
-                        pending[slot] = PendingRead(reader: segment.reader, handle: handle, hash: hash, lookup: lookup)
-                        return true
+                    // Stage 2: the blocks, from the cache (whose entries stage 1 prefetched) or the files.
+                    // Keys in the same block as the key before (ids of one object block) take its
+                    // block without a second cache probe.
+                    var previous = -1
+                    for slot in 0..<(end - start) {
+                        guard let p = pending[slot] else { continue }
+                        if previous >= 0, let q = pending[previous], q.reader.toOpaque() == p.reader.toOpaque(), q.handle == p.handle,
+                           let block = blocks[previous] {
+                            block.prefetchForLookup(p.lookup)
+                            blocks[slot] = block
+                            continue
+                        }
+                        let block = try p.reader.takeUnretainedValue().dataBlock(p.handle)
+                        block.prefetchForLookup(p.lookup)
+                        blocks[slot] = block
+                        previous = slot
                     }
+                    // Stage 3: the searches in the blocks.
+                    for i in start..<end {
+                        let slot = i - start
+                        guard let p = pending[slot], let block = blocks[slot] else { continue }
+                        let reader = p.reader.takeUnretainedValue()
+                        switch try reader.lookup(p.lookup, in: block) {
+                        case let .found(_, offset, count)?:
+                            let base = block.contents.baseAddress!
+                            found[slot] = UnsafeRawBufferPointer(start: base + offset, count: count)
+                            // The caller reads the values after the group's searches: their misses overlap.
+                            strata_prefetch(base + offset)
+                        case .deleted?:
+                            break
+                        case nil:
+                            // Not in that segment after all (a filter false positive): the deeper
+                            // levels, one key at a time.
+                            let buffer = UnsafeMutableRawBufferPointer(rebasing: lookupBuffers[(slot * stride)..<((slot + 1) * stride)])
+                            let location = try locateInSegments(keys.key(i, in: all), lookupBuffer: buffer, keySpaceId: keySpace.id,
+                                                                view: view, sequence: sequence, hash: p.hash)
+                            if let owner = location.owner {
+                                owners[slot] = owner
+                                found[slot] = location.bytes
+                            }
+                        }
+                    }
+                    for i in start..<end { try body(i, found[i - start]) }
+                    start = end
                 }
-                // Stage 2: the blocks, from the cache (whose entries stage 1 prefetched) or the files.
-                // Keys in the same block as the key before (ids of one object block) take its
-                // block without a second cache probe.
-                var previous: (reader: SegmentReader, handle: BlockHandle, block: Block)?
-                for slot in 0..<(end - start) {
-                    guard let p = pending[slot] else { continue }
-                    if let previous, previous.reader === p.reader, previous.handle == p.handle {
-                        previous.block.prefetchForLookup(p.lookup)
-                        pending[slot]!.block = previous.block
-                        continue
-                    }
-                    let block = try p.reader.dataBlock(p.handle)
-                    block.prefetchForLookup(p.lookup)
-                    pending[slot]!.block = block
-                    previous = (p.reader, p.handle, block)
-                }
-                // Stage 3: the searches in the blocks.
-                for i in start..<end {
-                    let slot = i - start
-                    guard let p = pending[slot], let block = p.block else { continue }
-                    switch try p.reader.lookup(p.lookup, in: block) {
-                    case let .found(b, offset, count)?:
-                        found[slot] = ValueLocation(owner: b, bytes: UnsafeRawBufferPointer(rebasing: b.contents[offset..<(offset + count)]))
-                        // The caller reads the values after the group's searches: their misses overlap.
-                        strata_prefetch(b.contents.baseAddress! + offset)
-                    case .deleted?:
-                        break
-                    case nil:
-                        // Not in that segment after all (a filter false positive): the deeper
-                        // levels, one key at a time.
-                        let buffer = UnsafeMutableRawBufferPointer(rebasing: lookupBuffers[(slot * stride)..<((slot + 1) * stride)])
-                        found[slot] = try locateInSegments(keys.key(i, in: all), lookupBuffer: buffer, keySpaceId: keySpace.id,
-                                                           view: view, sequence: sequence, hash: p.hash)
-                    }
-                }
-                for i in start..<end {
-                    let location = found[i - start]
-                    if let owner = location.owner {
-                        try withExtendedLifetime(owner) { try body(i, location.bytes) }
-                    } else {
-                        try body(i, nil)
-                    }
-                }
-                start = end
             }
         }
     }
@@ -121,12 +132,12 @@ extension Engine {
     }
 }
 
-/// A key of a batched read between its stages: the segment and block that may hold it.
+/// A key of a batched read between its stages: the segment and block that may hold it. Plain
+/// data, copied without reference counting: the reader is kept alive by the read's view.
 private struct PendingRead {
-    let reader: SegmentReader
+    let reader: Unmanaged<SegmentReader>
     let handle: BlockHandle
     let hash: UInt64
     /// The key's internal lookup key, in the read's lookup buffers.
     let lookup: UnsafeRawBufferPointer
-    var block: Block?
 }
