@@ -22,15 +22,18 @@ import Testing
     static func value(_ i: Int) -> [UInt8] { Array("value-\(i)-".utf8) + [UInt8](repeating: UInt8(i & 0x7F), count: 100) }
 
     #if os(Linux)
+    /// How many mappings of segment files under `directory` the process has.
+    static func mappedSegments(under directory: String) throws -> Int {
+        // Read to the end: a /proc file reports a size of 0, which size-based readers trust.
+        let maps = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/self/maps")).readToEnd() ?? Data()
+        return String(decoding: maps, as: UTF8.self)
+            .split(separator: "\n").filter { $0.contains(directory) && $0.hasSuffix(".seg") }.count
+    }
+
     /// `PosixFileSystem(mapsSegments: false)` reads segments with `pread`: nothing of the store
     /// is mapped, and reads, scans and a compaction give what a mapped store gives.
     @Test func segmentsReadWithoutMappings() throws {
         let dir = TemporaryDirectory()
-        func mappedSegments() throws -> Int {
-            let all = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/self/maps")).readToEnd() ?? Data()
-            return String(decoding: all, as: UTF8.self)
-                .split(separator: "\n").filter { $0.contains(dir.path) && $0.hasSuffix(".seg") }.count
-        }
         var options = EngineOptions()
         options.fileSystem = PosixFileSystem(mapsSegments: false)
         options.blockCacheBytes = 1 << 20
@@ -46,19 +49,14 @@ import Testing
         for i in stride(from: 0, to: 6_000, by: 7) { #expect(try e.get(Self.key(i), in: e.defaultKeySpace) == Self.value(i)) }
         #expect(try e.scan(e.defaultKeySpace).count == 6_000)
         #expect(e.statistics().blockCacheMisses > 0)
-        #expect(try mappedSegments() == 0)
+        #expect(try Self.mappedSegments(under: dir.path) == 0)
     }
 
     /// A closed store's segment mappings are unmapped on a background thread, not leaked: soon
     /// after the engine goes, no mapping of its directory is left in the process.
     @Test func segmentMappingsGoAwayAfterClose() throws {
         let dir = TemporaryDirectory()
-        func mappedSegments() throws -> Int {
-            // Read to the end: a /proc file reports a size of 0, which size-based readers trust.
-            let maps = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/self/maps")).readToEnd() ?? Data()
-            return String(decoding: maps, as: UTF8.self)
-                .split(separator: "\n").filter { $0.contains(dir.path) && $0.hasSuffix(".seg") }.count
-        }
+        func mappedSegments() throws -> Int { try Self.mappedSegments(under: dir.path) }
         do {
             let e = try Engine.open(directory: dir.path)
             var batch = WriteBatch()
