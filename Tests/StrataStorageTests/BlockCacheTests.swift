@@ -62,3 +62,43 @@ import Testing
         #expect(cache.isConsistent)
     }
 }
+
+/// `EngineOptions.cacheFillingKeySpaces`: a flush of a listed key space leaves the blocks it
+/// wrote in the cache, so reading them back misses nothing and reads nothing from the file;
+/// other key spaces, and compactions, do not fill it.
+@Suite struct FlushCacheFillTests {
+    static func flushAndRead(filling: Bool) throws -> (misses: UInt64, hits: UInt64, matched: Bool) {
+        let fs = InMemoryFileSystem()
+        var options = EngineOptions.testing(fs, memtableBytes: 1 << 20, blockBytes: 512)
+        options.keySpaces = ["objects"]
+        options.idKeySpaces = ["objects"]
+        if filling { options.cacheFillingKeySpaces = ["objects"] }
+        let e = try Engine.open(directory: "/db", options: options)
+        defer { e.close() }
+        let ks = try e.keySpace(named: "objects")
+        var batch = WriteBatch()
+        for i in UInt64(1)...2_000 {
+            batch.put([0, 0, 0, 1] + withUnsafeBytes(of: i.bigEndian) { Array($0) }, Array("object \(i)".utf8), in: ks)
+        }
+        try e.write(batch)
+        try e.flush()
+        let before = e.statistics()
+        var matched = true
+        for i in UInt64(1)...2_000 {
+            let v = try e.get([0, 0, 0, 1] + withUnsafeBytes(of: i.bigEndian) { Array($0) }, in: ks)
+            matched = matched && v == Array("object \(i)".utf8)
+        }
+        let after = e.statistics()
+        return (after.blockCacheMisses - before.blockCacheMisses, after.blockCacheHits - before.blockCacheHits, matched)
+    }
+
+    @Test func aFlushOfAListedKeySpaceFillsTheCache() throws {
+        let filled = try Self.flushAndRead(filling: true)
+        #expect(filled.matched)
+        #expect(filled.misses == 0)
+        #expect(filled.hits >= 2_000)
+        let cold = try Self.flushAndRead(filling: false)
+        #expect(cold.matched)
+        #expect(cold.misses > 10)
+    }
+}

@@ -68,6 +68,8 @@ public final class Store: @unchecked Sendable {
         engineOptions.prefixFilters[ObjectFormat.indexesKeySpace] = IndexKey.idBytes
         // Object keys are an entity id and an object id: read by arithmetic on the id.
         engineOptions.idKeySpaces.insert(ObjectFormat.objectsKeySpace)
+        // Objects just saved are the ones an app reads next: flushes leave them in the cache.
+        engineOptions.cacheFillingKeySpaces.insert(ObjectFormat.objectsKeySpace)
         do {
             let engine = try Engine.open(directory: directoryPath, options: engineOptions)
             self.engine = engine

@@ -50,6 +50,8 @@ public final class Engine: @unchecked Sendable {
     private let prefixFilterSuffixBytes = LockedValue<[UInt32: Int]>([:])
     /// ``EngineOptions/idKeySpaces`` by key space id.
     private let idKeySpaceIds = LockedValue<Set<UInt32>>([])
+    /// ``EngineOptions/cacheFillingKeySpaces`` by key space id.
+    private let cacheFillingIds = LockedValue<Set<UInt32>>([])
     let stats = StatisticsCounters()
     let cache: BlockCache
     let snapshots = SnapshotList()
@@ -159,11 +161,18 @@ public final class Engine: @unchecked Sendable {
         prefixFilterSuffixBytes.withLock { $0 = suffixBytes }
         let idSpaces = Set(versions.keySpaces.filter { options.idKeySpaces.contains($0.name) }.map(\.id))
         idKeySpaceIds.withLock { $0 = idSpaces }
+        let filling = Set(versions.keySpaces.filter { options.cacheFillingKeySpaces.contains($0.name) }.map(\.id))
+        cacheFillingIds.withLock { $0 = filling }
         for name in options.keySpaces { _ = try keySpace(named: name) }
         commitLock.withLock { maybeScheduleCompaction() }
     }
 
     deinit { close() }
+
+    /// Whether flushes of a key space put the blocks they write into the block cache.
+    func fillsCacheOnFlush(_ keySpaceId: UInt32) -> Bool {
+        cacheFillingIds.withLock { $0.contains(keySpaceId) }
+    }
 
     /// How segments of a key space are written.
     func layout(forKeySpace id: UInt32) -> SegmentLayout {
@@ -249,6 +258,7 @@ public final class Engine: @unchecked Sendable {
         keySpacesByName[name] = ks
         prefixFilterSuffixBytes.withLock { $0[ks.id] = options.prefixFilters[name] }
         if options.idKeySpaces.contains(name) { idKeySpaceIds.withLock { _ = $0.insert(ks.id) } }
+        if options.cacheFillingKeySpaces.contains(name) { cacheFillingIds.withLock { _ = $0.insert(ks.id) } }
         memtables[ks.id] = Memtable(keySpaceId: ks.id, expectedBytes: options.memtableBytes)
         publishView()
         return ks

@@ -109,7 +109,8 @@ extension Engine {
 
     private func writeSegment(from mem: Memtable, keySpaceId: UInt32, fileNumber: UInt64, path: String) throws -> SegmentMeta {
         let file = try fileSystem.openWritable(path, truncate: true)
-        let writer = SegmentWriter(file: file, path: path, keySpaceId: keySpaceId, layout: layout(forKeySpace: keySpaceId))
+        let writer = SegmentWriter(file: file, path: path, keySpaceId: keySpaceId, layout: layout(forKeySpace: keySpaceId),
+                                   cacheFill: fillsCacheOnFlush(keySpaceId) ? (cache, fileNumber) : nil)
         do {
             let it = MemtableIterator(mem)
             it.seekToFirst()

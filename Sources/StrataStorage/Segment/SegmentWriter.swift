@@ -45,11 +45,16 @@ final class SegmentWriter {
     @exclusivity(unchecked) private var pendingIndexKey: [UInt8] = []
     @exclusivity(unchecked) private var hasPendingIndexKey = false
     @exclusivity(unchecked) private var pendingHandle = BlockHandle(offset: 0, size: 0)
+    /// When set, each data block written also goes into this cache, under this segment's file
+    /// number (``EngineOptions/cacheFillingKeySpaces``).
+    private let cacheFill: (cache: BlockCache, segmentId: UInt64)?
 
-    init(file: any WritableFile, path: String, keySpaceId: UInt32, layout: SegmentLayout) {
+    init(file: any WritableFile, path: String, keySpaceId: UInt32, layout: SegmentLayout,
+         cacheFill: (cache: BlockCache, segmentId: UInt64)? = nil) {
         self.file = file
         self.path = path
         self.layout = layout
+        self.cacheFill = cacheFill
         dataBlock = BlockBuilder(restartInterval: layout.restartInterval)
         properties = SegmentProperties(keySpaceId: keySpaceId, entryCount: 0, deletionCount: 0,
                                        minSequence: .max, maxSequence: 0, smallestKey: [], largestKey: [],
@@ -130,7 +135,7 @@ final class SegmentWriter {
         if !idBlock.isEmpty {
             idBlock.key(idBlock.entryCount - 1, into: &pendingIndexKey)
             hasPendingIndexKey = true
-            pendingHandle = try idBlock.withFinishedContents { try writeBlock($0, compress: compress) }
+            pendingHandle = try idBlock.withFinishedContents { try writeDataBlock($0, compress: compress) }
             properties.dataBlockCount += 1
             idBlock.reset()
             return
@@ -140,9 +145,25 @@ final class SegmentWriter {
         pendingIndexKey.removeAll(keepingCapacity: true)
         dataBlock.withLastKey { pendingIndexKey.append(contentsOf: $0) }
         hasPendingIndexKey = true
-        pendingHandle = try dataBlock.withFinishedContents { try writeBlock($0, compress: compress) }
+        pendingHandle = try dataBlock.withFinishedContents { try writeDataBlock($0, compress: compress) }
         properties.dataBlockCount += 1
         dataBlock.reset()
+    }
+
+    /// Writes a data block and, when the writer fills the cache, puts its contents there as a
+    /// reader would find them after reading the block.
+    private func writeDataBlock(_ contents: UnsafeRawBufferPointer, compress: Bool) throws -> BlockHandle {
+        let handle = try writeBlock(contents, compress: compress)
+        if let cacheFill {
+            let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, contents.count), alignment: 8)
+            if contents.count > 0 { storage.copyMemory(from: contents) }
+            // The same checks a read makes; a block this writer built always passes them.
+            if let block = try? Block(taking: storage, contentsCount: contents.count, file: path, offset: handle.offset,
+                                      allowIdLayout: layout.formatVersion >= 4) {
+                cacheFill.cache.insert(BlockCache.Key(segmentId: cacheFill.segmentId, offset: handle.offset), block)
+            }
+        }
+        return handle
     }
 
     private func writeBlock(_ contents: [UInt8], compress: Bool) throws -> BlockHandle {
