@@ -46,12 +46,8 @@ public final class Engine: @unchecked Sendable {
     let options: EngineOptions
     let fileSystem: any FileSystem
     let layout: SegmentLayout
-    /// ``EngineOptions/prefixFilters`` by key space id.
-    private let prefixFilterSuffixBytes = LockedValue<[UInt32: Int]>([:])
-    /// ``EngineOptions/idKeySpaces`` by key space id.
-    private let idKeySpaceIds = LockedValue<Set<UInt32>>([])
-    /// ``EngineOptions/cacheFillingKeySpaces`` by key space id.
-    private let cacheFillingIds = LockedValue<Set<UInt32>>([])
+    /// How each key space's segments are written, by key space id: what the options name for it.
+    private let writeSettings = LockedValue<[UInt32: KeySpaceWriteSettings]>([:])
     let stats = StatisticsCounters()
     let cache: BlockCache
     let snapshots = SnapshotList()
@@ -155,14 +151,10 @@ public final class Engine: @unchecked Sendable {
         if let earlier = try? StatsFile.read(directory: directory, fileSystem: fileSystem) {
             stats.base.withLock { $0 = earlier }
         }
-        let suffixBytes = Dictionary(uniqueKeysWithValues: versions.keySpaces.compactMap { ks in
-            options.prefixFilters[ks.name].map { (ks.id, $0) }
+        let settings = Dictionary(uniqueKeysWithValues: versions.keySpaces.map { ks in
+            (ks.id, KeySpaceWriteSettings(name: ks.name, options: options))
         })
-        prefixFilterSuffixBytes.withLock { $0 = suffixBytes }
-        let idSpaces = Set(versions.keySpaces.filter { options.idKeySpaces.contains($0.name) }.map(\.id))
-        idKeySpaceIds.withLock { $0 = idSpaces }
-        let filling = Set(versions.keySpaces.filter { options.cacheFillingKeySpaces.contains($0.name) }.map(\.id))
-        cacheFillingIds.withLock { $0 = filling }
+        writeSettings.withLock { $0 = settings }
         for name in options.keySpaces { _ = try keySpace(named: name) }
         commitLock.withLock { maybeScheduleCompaction() }
     }
@@ -171,14 +163,15 @@ public final class Engine: @unchecked Sendable {
 
     /// Whether flushes of a key space put the blocks they write into the block cache.
     func fillsCacheOnFlush(_ keySpaceId: UInt32) -> Bool {
-        cacheFillingIds.withLock { $0.contains(keySpaceId) }
+        writeSettings.withLock { $0[keySpaceId]?.fillsCacheOnFlush } ?? false
     }
 
     /// How segments of a key space are written.
     func layout(forKeySpace id: UInt32) -> SegmentLayout {
         var l = layout
-        l.filterPrefixSuffixBytes = prefixFilterSuffixBytes.withLock { $0[id] } ?? 0
-        l.idBlocks = l.formatVersion >= 4 && idKeySpaceIds.withLock { $0.contains(id) }
+        let settings = writeSettings.withLock { $0[id] }
+        l.filterPrefixSuffixBytes = settings?.filterPrefixSuffixBytes ?? 0
+        l.idBlocks = IdBlockLayout.isAllowed(inSegmentFormat: l.formatVersion) && settings?.idBlocks == true
         return l
     }
 
@@ -256,9 +249,7 @@ public final class Engine: @unchecked Sendable {
         edit.addedKeySpaces = [ks]
         try logManifest(edit)
         keySpacesByName[name] = ks
-        prefixFilterSuffixBytes.withLock { $0[ks.id] = options.prefixFilters[name] }
-        if options.idKeySpaces.contains(name) { idKeySpaceIds.withLock { _ = $0.insert(ks.id) } }
-        if options.cacheFillingKeySpaces.contains(name) { cacheFillingIds.withLock { _ = $0.insert(ks.id) } }
+        writeSettings.withLock { $0[ks.id] = KeySpaceWriteSettings(name: name, options: options) }
         memtables[ks.id] = Memtable(keySpaceId: ks.id, expectedBytes: options.memtableBytes)
         publishView()
         return ks
@@ -364,5 +355,19 @@ public final class Engine: @unchecked Sendable {
             + (view.immutables?.values.reduce(0) { $0 + $1.approximateBytes } ?? 0)
         return EngineStatistics(sinceOpen: stats.sinceOpen, lifetime: stats.lifetime, keySpaces: spaces,
                                 memtableBytes: memBytes, blockCacheBytes: cache.usageBytes, walFileBytes: walFileBytes())
+    }
+}
+
+/// What ``EngineOptions`` asks of one key space's segments (``EngineOptions/prefixFilters``,
+/// ``EngineOptions/idKeySpaces``, ``EngineOptions/cacheFillingKeySpaces``).
+private struct KeySpaceWriteSettings {
+    var filterPrefixSuffixBytes: Int
+    var idBlocks: Bool
+    var fillsCacheOnFlush: Bool
+
+    init(name: String, options: EngineOptions) {
+        filterPrefixSuffixBytes = options.prefixFilters[name] ?? 0
+        idBlocks = options.idKeySpaces.contains(name)
+        fillsCacheOnFlush = options.cacheFillingKeySpaces.contains(name)
     }
 }

@@ -56,9 +56,8 @@ final class Block: @unchecked Sendable {
         guard storage.count <= Int(Int32.max), contentsCount <= storage.count else { throw fail("block too large") }
         var restartsAt = 0, restarts = 0, idCount = 0, firstId: UInt64 = 0, headWord: UInt64 = 0, headCount = 0
         var sparse = false
-        if !parseRestarts {
-            // Raw payload (filter, properties): no entries to iterate.
-        } else {
+        // A raw payload (filter, properties) has no entries to iterate: nothing to parse.
+        if parseRestarts {
             guard contentsCount >= 4 else { throw fail("block too short") }
             if allowIdLayout && IdBlockLayout.hasMarker(contents) {
                 switch IdBlockLayout.decode(contents) {

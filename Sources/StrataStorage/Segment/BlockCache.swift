@@ -20,9 +20,9 @@ final class BlockCache: Sendable {
     private struct Slot {
         var key: Key
         var block: Block?
-        /// Where `block`'s restart array (or id block footer) lies, for ``BlockCache/prefetch(_:)``: read from the
-        /// block itself, it would cost the memory miss the prefetch is meant to hide. (The
-        /// block's object is `block` itself.)
+        /// What a lookup in `block` reads first (``Block/lookupStart``), for
+        /// ``BlockCache/prefetch(_:)``: read from the block itself, it would cost the memory miss
+        /// the prefetch is meant to hide. (The block's object is `block` itself.)
         var restarts: UnsafeRawPointer?
         /// Used since the hand last passed: the hand clears it instead of evicting the block.
         var referenced: Bool

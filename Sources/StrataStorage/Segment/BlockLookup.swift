@@ -7,18 +7,8 @@ extension Block {
     /// restart point of a small block; the middle and quartiles of a larger one; an id block's
     /// entry), so that a batched read overlaps these memory misses across its keys.
     func prefetchForLookup(_ target: UnsafeRawBufferPointer) {
+        if let idLayout { return idLayout.prefetch(for: target) }
         let base = contents.baseAddress!
-        if let idLayout {
-            // The entry of the target's id in a dense block (its position is arithmetic); the
-            // middle of the id array, the search's first probe, in a sparse one.
-            if idLayout.isSparse {
-                strata_prefetch(base + idLayout.idsOffset + (idLayout.count / 2) * 8)
-            } else if let id = idLayout.idOf(userKey: InternalKey.userKey(target)) {
-                let i = idLayout.lowerBound(id: id)
-                if i < idLayout.count { strata_prefetch(base + idLayout.entriesOffset + i * IdBlockLayout.entryBytes) }
-            }
-            return
-        }
         let n = restartCount
         if n <= 4 {
             for i in 0..<n { strata_prefetch(base + restartPoint(i)) }

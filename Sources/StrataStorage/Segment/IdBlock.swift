@@ -1,3 +1,5 @@
+import CStrataSupport
+
 /// The id-addressed layout of a data block (segment format 4, SPEC.md §6.1.1): a block whose
 /// user keys all share a head and end in an 8-byte big-endian id, one version each, with ids
 /// increasing. An entry is found by position instead of by a restart search:
@@ -9,11 +11,12 @@
 /// ```
 ///
 /// A dense block (ids `first … first + m - 1`, no gap) finds entry `id - first` by arithmetic:
-/// a lookup reads the footer's line, the entry's line and the value. A sparse block (ids with
-/// gaps, after removals) searches its id array without branches first. The last word, 0, is
-/// what tells the layout apart: a restart-layout block ends in its restart count, never 0.
+/// with the footer's fields kept in the ``Block`` object, a lookup reads the entry's line and
+/// the value. A sparse block (ids with gaps, after removals) searches its id array without
+/// branches first. The last word, 0, is what tells the layout apart: a restart-layout block
+/// ends in its restart count, never 0.
 ///
-/// Every field is checked once, when the block is decoded (``init(contents:)``), so that the
+/// Every field is checked once, when the block is decoded (``decode(_:)``), so that the
 /// lookups and the iterator index it without further checks.
 struct IdBlockLayout {
     static let footerBytes = 24
@@ -34,6 +37,9 @@ struct IdBlockLayout {
     /// Where the id array starts (sparse blocks only).
     var idsOffset: Int { isSparse ? entriesOffset - count * 8 : entriesOffset }
     var headOffset: Int { entriesOffset + count * Self.entryBytes }
+
+    /// Whether segments of this format may hold id blocks (the format that added them, 4, and later).
+    static func isAllowed(inSegmentFormat version: UInt32) -> Bool { version >= 4 }
 
     /// Whether contents of this length end in the id layout's marker (the caller checked that
     /// the block is at least 4 bytes long).
@@ -63,9 +69,6 @@ struct IdBlockLayout {
         if sparse {
             guard m <= entriesOffset / 8 else { return .failure(.init("id block id array")) }
             idsOffset = entriesOffset - m * 8
-        }
-        let valuesEnd = idsOffset
-        if sparse {
             guard loadFixed64(contents, idsOffset) == first else { return .failure(.init("id block first id")) }
             var previous = first
             for i in 1..<m {
@@ -76,6 +79,7 @@ struct IdBlockLayout {
         } else {
             guard first <= UInt64.max - UInt64(m - 1) else { return .failure(.init("id block id range")) }
         }
+        let valuesEnd = idsOffset
         for i in 0..<m {
             let e = entriesOffset + i * entryBytes
             let offset = Int(loadFixed32(contents, e + 8)), size = Int(loadFixed32(contents, e + 12))
@@ -164,6 +168,19 @@ struct IdBlockLayout {
                 if InternalKey.compare(UnsafeRawBufferPointer(buffer), target) < 0 { lo = mid + 1 } else { hi = mid }
             }
             return lo
+        }
+    }
+
+    /// Starts loading what a lookup of `target` reads first: in a dense block the entry of its id
+    /// (its position is arithmetic), in a sparse one the middle of the id array, the search's
+    /// first probe.
+    @inline(__always) func prefetch(for target: UnsafeRawBufferPointer) {
+        let base = contents.baseAddress!
+        if isSparse {
+            strata_prefetch(base + idsOffset + (count / 2) * 8)
+        } else if let id = idOf(userKey: InternalKey.userKey(target)) {
+            let i = lowerBound(id: id)
+            if i < count { strata_prefetch(base + entriesOffset + i * Self.entryBytes) }
         }
     }
 

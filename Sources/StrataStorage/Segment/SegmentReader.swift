@@ -69,7 +69,7 @@ final class SegmentReader: @unchecked Sendable {
         }
         properties = props
         filterLayout = BloomFilter.Layout(segmentFormat: footer.formatVersion)
-        idBlocks = footer.formatVersion >= 4
+        idBlocks = IdBlockLayout.isAllowed(inSegmentFormat: footer.formatVersion)
         self.filterBlock = filterBlock
         filter = filterBlock.contents
     }

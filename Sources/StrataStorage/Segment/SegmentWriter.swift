@@ -67,7 +67,6 @@ final class SegmentWriter {
 
     /// Adds an entry. REQUIRES: internal keys strictly increasing.
     func add(internalKey: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
-        if hasPendingIndexKey { addIndexEntry() }
         let userKey = InternalKey.userKey(internalKey)
         let isNewUserKey = !hasLastUserKey || !lastUserKey.withUnsafeBytes({ $0.bytesEqual(userKey) })
         if isNewUserKey {
@@ -128,26 +127,23 @@ final class SegmentWriter {
     }
 
     private func finishDataBlock() throws {
+        guard !idBlock.isEmpty || !dataBlock.isEmpty else { return }
         let compress = layout.compress
-        // A block cut in the middle of an add (an id block an entry does not fit) may follow
-        // one whose index entry still waits.
-        if hasPendingIndexKey && !(idBlock.isEmpty && dataBlock.isEmpty) { addIndexEntry() }
+        // The block before's index entry waits for this one (or finish()) to be written first.
+        if hasPendingIndexKey { addIndexEntry() }
+        // The index entry is the block's last key.
         if !idBlock.isEmpty {
             idBlock.key(idBlock.entryCount - 1, into: &pendingIndexKey)
-            hasPendingIndexKey = true
             pendingHandle = try idBlock.withFinishedContents { try writeDataBlock($0, compress: compress) }
-            properties.dataBlockCount += 1
             idBlock.reset()
-            return
+        } else {
+            pendingIndexKey.removeAll(keepingCapacity: true)
+            dataBlock.withLastKey { pendingIndexKey.append(contentsOf: $0) }
+            pendingHandle = try dataBlock.withFinishedContents { try writeDataBlock($0, compress: compress) }
+            dataBlock.reset()
         }
-        guard !dataBlock.isEmpty else { return }
-        // The index entry is the block's last key; added lazily so finish() can write the last one.
-        pendingIndexKey.removeAll(keepingCapacity: true)
-        dataBlock.withLastKey { pendingIndexKey.append(contentsOf: $0) }
         hasPendingIndexKey = true
-        pendingHandle = try dataBlock.withFinishedContents { try writeDataBlock($0, compress: compress) }
         properties.dataBlockCount += 1
-        dataBlock.reset()
     }
 
     /// Writes a data block and, when the writer fills the cache, puts its contents there as a
@@ -159,7 +155,7 @@ final class SegmentWriter {
             if contents.count > 0 { storage.copyMemory(from: contents) }
             // The same checks a read makes; a block this writer built always passes them.
             if let block = try? Block(taking: storage, contentsCount: contents.count, file: path, offset: handle.offset,
-                                      allowIdLayout: layout.formatVersion >= 4) {
+                                      allowIdLayout: IdBlockLayout.isAllowed(inSegmentFormat: layout.formatVersion)) {
                 cacheFill.cache.insert(BlockCache.Key(segmentId: cacheFill.segmentId, offset: handle.offset), block)
             }
         }
