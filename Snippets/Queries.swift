@@ -59,6 +59,6 @@ let names = try customers.query().build().property(Customer.name).distinct().fin
 print(firstPage.count, fewer, european.count, busiest?.name ?? "-", total, names.sorted())
 // snippet.hide
 guard firstPage.map(\.amount) == [1_950, 1_900, 1_850, 1_800, 1_750, 1_700, 1_650, 1_600, 1_550, 1_500],
-      fewer == 9, european.count == 20, total == (0..<40).reduce(0) { $0 + $1 * 50 }, names.sorted() == ["c0", "c1", "c2", "c3"]
+      fewer == 9, european.count == 20, total == (0..<40).reduce(0, { $0 + $1 * 50 }), names.sorted() == ["c0", "c1", "c2", "c3"]
 else { fatalError("Queries: unexpected result") }
 store.close()

@@ -41,7 +41,7 @@ import Testing
                     step = 1
                 }
                 if i % 20 == 19 { try e.flush(); try e.waitForBackgroundWork() }
-                if i == 60 { try e.compact() }
+                if i == 60 { _ = try e.compact() }
                 if i == 45 {
                     e.close()
                     engine = nil

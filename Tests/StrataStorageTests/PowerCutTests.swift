@@ -60,7 +60,7 @@ import Testing
                     progress.durable = i + 1   // flushed to synced segments and manifest
                 }
                 if i == 100 {
-                    try e.compact()
+                    _ = try e.compact()
                     progress.durable = i + 1
                 }
             }

@@ -62,7 +62,7 @@ import Testing
             var round = 0
             while !stop.load(ordering: .relaxed) {
                 do {
-                    if round % 5 == 4 { try e.compact() } else { try e.flush() }
+                    if round % 5 == 4 { _ = try e.compact() } else { try e.flush() }
                 } catch { report("flush/compact: \(error)") }
                 round += 1
                 usleep(100_000)

@@ -20,8 +20,8 @@ enum ToolRunner {
         let binary = try #require(binary, "the strata executable was not built next to the tests")
         let outPath = NSTemporaryDirectory() + "strata-out-\(UUID().uuidString)"
         let errPath = outPath + ".err"
-        FileManager.default.createFile(atPath: outPath, contents: nil)
-        FileManager.default.createFile(atPath: errPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
         defer {
             try? FileManager.default.removeItem(atPath: outPath)
             try? FileManager.default.removeItem(atPath: errPath)
