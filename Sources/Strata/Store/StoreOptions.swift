@@ -60,3 +60,12 @@ public struct IndexProgress: Sendable, Equatable {
 
 /// Sizes and time of a full compaction (``Store/compact()``).
 public typealias CompactionReport = StrataStorage.CompactionReport
+
+/// How ``Store/backup(toDirectoryPath:options:)`` writes: links or copies, progress, cancellation.
+public typealias BackupOptions = StrataStorage.BackupOptions
+
+/// What ``Store/backup(toDirectoryPath:options:)`` wrote.
+public typealias BackupReport = StrataStorage.BackupReport
+
+/// How far a backup has come, passed to ``BackupOptions/progress``.
+public typealias BackupProgress = StrataStorage.BackupProgress

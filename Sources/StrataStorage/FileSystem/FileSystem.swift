@@ -30,6 +30,10 @@ public protocol FileSystem: Sendable {
     func removeFile(_ path: String) throws
     /// Atomically replaces `to` with `from`.
     func rename(_ from: String, to: String) throws
+    /// Makes `to` a second name of the file `from` (a hard link), for a backup of immutable
+    /// files on the same file system. Throws when the file system cannot (another device, no
+    /// hard links); the caller then copies. The default always throws.
+    func linkFile(_ from: String, to: String) throws
     /// Makes the directory's entries (creations, renames, removals) durable.
     func syncDirectory(_ path: String) throws
     /// Takes a lock on `path`, held until the returned lock is released: exclusive for a
@@ -73,6 +77,10 @@ extension FileSystem {
     public func openLog(_ path: String) throws -> any WritableFile { try openWritable(path, truncate: true) }
 
     public func openImmutable(_ path: String) throws -> any ReadableFile { try openReadable(path) }
+
+    public func linkFile(_ from: String, to: String) throws {
+        throw StorageError.io(operation: "link", path: from, errno: 95 /* EOPNOTSUPP */)
+    }
 
     /// Reads a whole file into memory.
     func readWholeFile(_ path: String) throws -> [UInt8] {

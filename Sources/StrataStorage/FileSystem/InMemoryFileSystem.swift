@@ -197,7 +197,7 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
     }
 
     public func removeFile(_ path: String) throws {
-        try state.withLock { s in
+        state.withLock { s in
             s.names[path] = nil
         }
     }
@@ -211,7 +211,7 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
     }
 
     public func syncDirectory(_ path: String) throws {
-        try state.withLock { s in
+        state.withLock { s in
             let dir = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
             for (name, _) in s.durableNames where Self.parent(of: name) == dir && s.names[name] == nil {
                 s.durableNames[name] = nil

@@ -77,7 +77,7 @@ public struct PosixFileSystem: FileSystem {
         var st = stat()
         guard fstat(fd, &st) == 0 else {
             let e = posixError("fstat", path)
-            systemClose(fd)
+            _ = systemClose(fd)
             throw e
         }
         return PosixWritableFile(fd: fd, path: path, size: UInt64(st.st_size))
@@ -100,7 +100,7 @@ public struct PosixFileSystem: FileSystem {
         var st = stat()
         guard fstat(fd, &st) == 0 else {
             let e = posixError("fstat", path)
-            systemClose(fd)
+            _ = systemClose(fd)
             throw e
         }
         return PosixReadableFile(fd: fd, path: path, size: UInt64(st.st_size))
@@ -123,10 +123,14 @@ public struct PosixFileSystem: FileSystem {
         if systemRename(from, to) != 0 { throw posixError("rename", from) }
     }
 
+    public func linkFile(_ from: String, to: String) throws {
+        if link(from, to) != 0 { throw posixError("link", to) }
+    }
+
     public func syncDirectory(_ path: String) throws {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw posixError("open", path) }
-        defer { systemClose(fd) }
+        defer { _ = systemClose(fd) }
         if fsync(fd) != 0 { throw posixError("fsync", path) }
     }
 
@@ -138,7 +142,7 @@ public struct PosixFileSystem: FileSystem {
         // process conflicts too, not only another process (unlike fcntl locks).
         if flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0 {
             let e = errno
-            systemClose(fd)
+            _ = systemClose(fd)
             if e == EWOULDBLOCK { throw StorageError.locked(path: path) }
             throw posixError("flock", path, e)
         }
@@ -169,7 +173,7 @@ final class PosixWritableFile: WritableFile {
         self.size = size
     }
 
-    deinit { if !isClosed { systemClose(fd) } }
+    deinit { if !isClosed { _ = systemClose(fd) } }
 
     func append(_ bytes: UnsafeRawBufferPointer) throws {
         var done = 0
@@ -267,7 +271,7 @@ final class PosixReadableFile: ReadableFile {
     }
 
     func close() {
-        if isClosed.exchange(true, ordering: .relaxed) == false { systemClose(fd) }
+        if isClosed.exchange(true, ordering: .relaxed) == false { _ = systemClose(fd) }
     }
 }
 
@@ -281,7 +285,7 @@ final class PosixFileLock: FileLock {
     func release() {
         if released.exchange(true, ordering: .relaxed) == false {
             flock(fd, LOCK_UN)
-            systemClose(fd)
+            _ = systemClose(fd)
         }
     }
 }

@@ -41,6 +41,12 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
     /// would not bring them back: PostgreSQL's and RocksDB's "fsync gate"). The engine refuses
     /// writes from then on; reads go on. Reopening replays what reached the disk.
     case writesStopped(reason: String)
+    /// A backup's progress callback asked it to stop; what it had written is removed, and an
+    /// earlier backup in the same directory is left as it was.
+    case cancelled
+    /// A backup's destination holds something that is not an unchanged backup made by Strata
+    /// (files of another kind, or a backup opened and written to since): it is never replaced.
+    case destinationInUse(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -61,6 +67,8 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
         case .closed: "the engine is closed"
         case let .io(operation, path, errno): "\(operation) failed for \(path): errno \(errno)"
         case let .writesStopped(reason): "writes are stopped until the store is reopened: \(reason)"
+        case .cancelled: "cancelled"
+        case let .destinationInUse(path, reason): "\(path) cannot take a backup: \(reason)"
         }
     }
 }

@@ -250,7 +250,6 @@ final class VersionSet: @unchecked Sendable {
     /// directory (SPEC.md §Recovery: each step leaves either the old or the new state).
     func writeSnapshotManifest() throws {
         let number = newFileNumber()
-        let path = joinPath(directory, Self.manifestName(number))
         var edit = VersionEdit()
         edit.formatVersion = FormatConstants.storeFormatVersion
         edit.logNumber = logNumber
@@ -258,21 +257,11 @@ final class VersionSet: @unchecked Sendable {
         edit.lastSequence = lastSequence
         edit.addedKeySpaces = keySpaces
         edit.addedSegments = current.allSegments.map(\.meta)
-        let file = try fileSystem.openWritable(path, truncate: true)
-        let writer = LogWriter(file: file, path: path)
+        let writer = try Self.writeManifest(edit, number: number, fileSystem: fileSystem, directory: directory)
+        stats.manifestBytesWritten.add(writer.size, ordering: .relaxed)
         var renamed = false
         do {
-            let payload = edit.encode()
-            try payload.withUnsafeBytes { try writer.addRecord($0) }
-            try writer.sync()
-            stats.manifestBytesWritten.add(writer.size, ordering: .relaxed)
-            let currentPath = joinPath(directory, FormatConstants.currentFileName)
-            let tmpPath = currentPath + FormatConstants.tempSuffix
-            let tmp = try fileSystem.openWritable(tmpPath, truncate: true)
-            try Self.currentContents(manifestNumber: number).withUnsafeBytes { try tmp.append($0) }
-            try tmp.sync()
-            try tmp.close()
-            try fileSystem.rename(tmpPath, to: currentPath)
+            try Self.replaceCurrent(manifestNumber: number, fileSystem: fileSystem, directory: directory)
             renamed = true
             try fileSystem.syncDirectory(directory)
         } catch {
@@ -284,7 +273,7 @@ final class VersionSet: @unchecked Sendable {
                 manifestNumber = number
             } else {
                 try? writer.close()
-                try? fileSystem.removeFile(path)
+                try? fileSystem.removeFile(joinPath(directory, Self.manifestName(number)))
             }
             throw error
         }
@@ -293,6 +282,41 @@ final class VersionSet: @unchecked Sendable {
         manifestNumber = number
         // An older store is now of this format: what is logged from here on may use it.
         formatVersion = FormatConstants.storeFormatVersion
+    }
+
+    /// Writes a new manifest `MANIFEST-number` holding the one record `edit`, synced, and
+    /// returns its writer, still open. Nothing is left behind when it fails.
+    static func writeManifest(_ edit: VersionEdit, number: UInt64, fileSystem: any FileSystem, directory: String) throws -> LogWriter {
+        let path = joinPath(directory, manifestName(number))
+        let file = try fileSystem.openWritable(path, truncate: true)
+        let writer = LogWriter(file: file, path: path)
+        do {
+            try edit.encode().withUnsafeBytes { try writer.addRecord($0) }
+            try writer.sync()
+        } catch {
+            try? writer.close()
+            try? fileSystem.removeFile(path)
+            throw error
+        }
+        return writer
+    }
+
+    /// Points CURRENT at `MANIFEST-manifestNumber`: writes and syncs CURRENT.tmp, then renames it
+    /// over CURRENT, which is the last step (when this throws, CURRENT was not replaced). The
+    /// caller syncs the directory.
+    static func replaceCurrent(manifestNumber: UInt64, fileSystem: any FileSystem, directory: String) throws {
+        let currentPath = joinPath(directory, FormatConstants.currentFileName)
+        let tmpPath = currentPath + FormatConstants.tempSuffix
+        let tmp = try fileSystem.openWritable(tmpPath, truncate: true)
+        do {
+            try currentContents(manifestNumber: manifestNumber).withUnsafeBytes { try tmp.append($0) }
+            try tmp.sync()
+        } catch {
+            try? tmp.close()
+            throw error
+        }
+        try tmp.close()
+        try fileSystem.rename(tmpPath, to: currentPath)
     }
 
     /// A manifest is appended to across opens until it reaches this size; the open after that
