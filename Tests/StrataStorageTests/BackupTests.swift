@@ -233,6 +233,39 @@ import Testing
         #expect(try Self.contents(ofStoreAt: earlier.path) == Self.contents(e))
     }
 
+    @Test func restoreChecksTheBackupAndWritesAPlainStore() throws {
+        let dir = TemporaryDirectory(), backup = TemporaryDirectory(), target = TemporaryDirectory()
+        let e = try Engine.open(directory: dir.path, options: .testing(memtableBytes: 64 << 10))
+        defer { e.close() }
+        try Self.fill(e, rounds: 9)
+        _ = try e.backup(toDirectoryPath: backup.path)
+        // Interrupted once, then run again into the same directory.
+        var cancelling = BackupOptions()
+        cancelling.progress = { $0.filesDone < 1 }
+        #expect(throws: StorageError.cancelled) {
+            try Engine.restoreBackup(at: backup.path, toDirectoryPath: target.path, options: cancelling)
+        }
+        try Engine.restoreBackup(at: backup.path, toDirectoryPath: target.path)
+        #expect(try Self.contents(ofStoreAt: target.path) == Self.contents(e))
+        #expect(!FileManager.default.fileExists(atPath: target.path + "/BACKUP"))
+        #expect(throws: StorageError.self) { try e.backup(toDirectoryPath: target.path) }
+        #expect(throws: StorageError.self) { try Engine.restoreBackup(at: backup.path, toDirectoryPath: target.path) }
+        // A backup with a segment missing is refused before anything is written.
+        let broken = TemporaryDirectory(), never = TemporaryDirectory()
+        var copies = BackupOptions()
+        copies.linksFiles = false
+        _ = try e.backup(toDirectoryPath: broken.path, options: copies)
+        let segment = try #require(try FileManager.default.contentsOfDirectory(atPath: broken.path).first { $0.hasSuffix(".seg") })
+        try FileManager.default.removeItem(atPath: broken.path + "/" + segment)
+        #expect {
+            try Engine.restoreBackup(at: broken.path, toDirectoryPath: never.path)
+        } throws: { error in
+            guard case StorageError.corruption(let file, _, _)? = error as? StorageError else { return false }
+            return file.contains(segment)
+        }
+        #expect(!FileManager.default.fileExists(atPath: never.path))
+    }
+
     /// A read-only open cannot flush: its logs are copied, and the backup replays them.
     @Test func readOnlyStoreBacksUpItsLogs() throws {
         let dir = TemporaryDirectory(), backup = TemporaryDirectory()

@@ -199,6 +199,62 @@ import Testing
         #expect(try ToolRunner.run(["dump", dir.path, "--edges", "Pupil.name"]).status == 2)
     }
 
+    @Test func backupAndRestoreGiveTheSameObjectsAndRefuseWhatTheyMustNotTouch() throws {
+        let dir = TemporaryDirectory(), root = TemporaryDirectory()
+        try Self.makeShop(dir.path)
+        // Into segments, and a little more in the log: a read-only open backs up both.
+        do {
+            let store = try Store(directoryPath: dir.path)
+            try store.compact()
+            try store.box(for: Tutor.self).put(Tutor(name: "Turing"))
+            store.close()
+        }
+        let backup = root.path + "/backup", restored = root.path + "/restored"
+        let first = try ToolRunner.run(["backup", dir.path, backup, "--json"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect((first.jsonObject["segments"] as? Int ?? 0) > 0)
+        #expect((first.jsonObject["filesLinked"] as? Int ?? 0) == first.jsonObject["segments"] as? Int)
+        // Again, with copies: every segment is already there; only the log is copied.
+        let again = try ToolRunner.run(["backup", dir.path, backup, "--copy"])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stdout.contains("segments: 0 linked (0 B), 1 copied"), "\(again.stdout)")
+        #expect(again.stderr.contains("backing up: 100%"), "\(again.stderr)")
+        let third = try ToolRunner.run(["backup", dir.path, backup, "--json"])
+        #expect(third.jsonObject["filesReused"] as? Int == first.jsonObject["segments"] as? Int)
+
+        let restore = try ToolRunner.run(["restore", backup, restored])
+        #expect(restore.status == 0, "\(restore.stderr)")
+        #expect(restore.stdout.contains("restored to \(restored)"))
+        #expect(!FileManager.default.fileExists(atPath: restored + "/BACKUP"), "a restored store is a plain store")
+        #expect(try ToolRunner.run(["verify", restored]).status == 0)
+        for entity in ["ShopOrder", "ShopCustomer", "Pupil", "Tutor"] {
+            #expect(try ToolRunner.run(["dump", restored, entity]).stdout == ToolRunner.run(["dump", dir.path, entity]).stdout, "\(entity)")
+        }
+        #expect(try ToolRunner.run(["dump", restored, "--edges", "Pupil.tutors"]).stdout
+                == ToolRunner.run(["dump", dir.path, "--edges", "Pupil.tutors"]).stdout)
+
+        // A restore never writes into a non-empty directory; a backup never into a store.
+        let occupied = try ToolRunner.run(["restore", backup, restored])
+        #expect(occupied.status == 2)
+        #expect(occupied.stderr.contains("\(restored) cannot be used: a restore needs an empty directory"), "\(occupied.stderr)")
+        let intoStore = try ToolRunner.run(["backup", dir.path, restored])
+        #expect(intoStore.status == 2)
+        #expect(intoStore.stderr.contains("holds no Strata backup"), "\(intoStore.stderr)")
+
+        // A damaged backup is named and nothing is restored.
+        let segment = try #require(try FileManager.default.contentsOfDirectory(atPath: backup).first { $0.hasSuffix(".seg") })
+        let copyDir = root.path + "/copied"
+        #expect(try ToolRunner.run(["backup", dir.path, copyDir, "--copy"]).status == 0)
+        let path = copyDir + "/" + segment
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        bytes[bytes.count / 3] ^= 0x40
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let damaged = try ToolRunner.run(["restore", copyDir, root.path + "/never"])
+        #expect(damaged.status == 2)
+        #expect(damaged.stderr.contains(segment), "\(damaged.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: root.path + "/never/CURRENT"))
+    }
+
     @Test func statsReportsTheStoreLifetimeCounters() throws {
         let dir = TemporaryDirectory()
         try Self.makeShop(dir.path)
@@ -262,8 +318,8 @@ import Testing
     @Test func helpHasExamplesAndBadUsageIsRefused() throws {
         let help = try ToolRunner.run(["--help"])
         #expect(help.status == 0)
-        for command in ["demo", "inspect", "verify", "compact", "dump", "stats"] { #expect(help.stdout.contains(command)) }
-        for command in ["inspect", "verify", "compact", "dump", "stats"] {
+        for command in ["demo", "inspect", "verify", "compact", "dump", "stats", "backup", "restore"] { #expect(help.stdout.contains(command)) }
+        for command in ["inspect", "verify", "compact", "dump", "stats", "backup", "restore"] {
             let run = try ToolRunner.run([command, "--help"])
             #expect(run.status == 0)
             #expect(run.stdout.contains("Examples:"), "\(command)")

@@ -37,7 +37,7 @@ struct CompactCommand: ParsableCommand {
                 }
                 target = ks
             }
-            let display = store.json ? nil : ProgressDisplay()
+            let display = store.json ? nil : ProgressDisplay(label: "compacting")
             let report = try engine.compact(keySpace: target) { p in
                 display?.update(done: p.bytesDone, total: p.bytesTotal, seconds: p.seconds)
             }

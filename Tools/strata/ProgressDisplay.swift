@@ -7,10 +7,14 @@ import Darwin
 
 /// Shows a long job's progress on standard error: a bar redrawn in place on a terminal, plain
 /// lines (one per tenth) when the output goes to a file or a pipe.
-final class ProgressDisplay {
+final class ProgressDisplay: @unchecked Sendable {
+    // Unchecked: a job calls its progress callback on the thread that runs the command.
+    private let label: String
     private let isTerminal = isatty(STDERR_FILENO) == 1
     private var lastTenth = -1
     private var lastDraw = 0.0
+
+    init(label: String) { self.label = label }
 
     func update(done: UInt64, total: UInt64, seconds: Double) {
         let fraction = total == 0 ? 1 : min(1, Double(done) / Double(total))
@@ -28,7 +32,7 @@ final class ProgressDisplay {
             let tenth = Int(fraction * 10)
             guard tenth > lastTenth else { return }
             lastTenth = tenth
-            write("compacting: \(tenth * 10)%  \(figures)\n")
+            write("\(label): \(tenth * 10)%  \(figures)\n")
         }
     }
 

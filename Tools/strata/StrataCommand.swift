@@ -1,12 +1,13 @@
 import ArgumentParser
 
 /// `strata`: the store tool. Every subcommand works on a store directory through Strata's public
-/// API; all but `demo` and `compact` open it read-only and never change it.
+/// API; all but `demo` and `compact` open it read-only and never change it (`backup` and
+/// `restore` write only their destination).
 @main
 struct StrataCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "strata",
-        abstract: "Inspect, verify, compact and dump Strata stores; run the demo.",
+        abstract: "Inspect, verify, compact, dump, back up and restore Strata stores; run the demo.",
         discussion: """
         Examples:
           strata demo /tmp/shop                 build the example graphs, traverse, reopen
@@ -16,13 +17,15 @@ struct StrataCommand: ParsableCommand {
           strata dump /tmp/shop Order --limit 5 objects as JSON Lines
           strata dump /tmp/shop --edges Order.customer
           strata stats /tmp/shop --json         engine counters, machine-readable
+          strata backup /tmp/shop /backups/shop a backup (incremental into an earlier one)
+          strata restore /backups/shop /tmp/new check a backup and restore it
 
         Exit status: 0 success; 1 `verify` found problems; 2 the command could not run (no such
         directory, not a store, locked by another process, written by a newer Strata, damaged
         file); 64 bad command line.
         """,
         subcommands: [DemoCommand.self, InspectCommand.self, VerifyCommand.self, CompactCommand.self,
-                      DumpCommand.self, StatsCommand.self]
+                      DumpCommand.self, StatsCommand.self, BackupCommand.self, RestoreCommand.self]
     )
 }
 

@@ -174,6 +174,21 @@ public final class Store: @unchecked Sendable {
         do { return try engine.backup(toDirectoryPath: path, options: options) } catch { throw StrataError(error) }
     }
 
+    /// Restores the backup at `backupPath` (written by ``backup(toDirectoryPath:options:)``)
+    /// into the missing or empty directory `path`, after checking every checksum of the backup:
+    /// a damaged backup throws, naming the file, and writes nothing. Open the result with
+    /// ``init(directoryPath:options:)``.
+    ///
+    /// ```swift
+    /// try Store.restoreBackup(at: "/backups/shop", toDirectoryPath: "/data/shop")
+    /// let store = try Store(directoryPath: "/data/shop")
+    /// ```
+    @discardableResult
+    public static func restoreBackup(at backupPath: String, toDirectoryPath path: String,
+                                     options: BackupOptions = BackupOptions()) throws(StrataError) -> BackupReport {
+        do { return try Engine.restoreBackup(at: backupPath, toDirectoryPath: path, options: options) } catch { throw StrataError(error) }
+    }
+
     /// What the store has read since it was opened.
     public func statistics() -> StoreStatistics { counters.snapshot }
 

@@ -95,3 +95,42 @@ extension Engine {
         }
     }
 }
+
+extension Engine {
+    /// Restores the backup at `backupPath` into `path` (missing or empty): checks every checksum
+    /// of the backup first (a damaged one throws ``StorageError/corruption(file:offset:reason:)``
+    /// naming the file, and nothing is written), then writes a store of the backup's state and
+    /// leaves the backup as it was. The restored store is a plain store (no `BACKUP` file): a
+    /// later backup into `path` is refused. An interrupted restore can be run again into the
+    /// same directory.
+    ///
+    /// ```swift
+    /// try Engine.restoreBackup(at: "/backups/shop", toDirectoryPath: "/data/shop")
+    /// ```
+    @discardableResult
+    public static func restoreBackup(at backupPath: String, toDirectoryPath path: String, options: BackupOptions = BackupOptions(),
+                                     fileSystem: any FileSystem = PosixFileSystem()) throws -> BackupReport {
+        if fileSystem.directoryExists(path) {
+            let names = try fileSystem.listDirectory(path)
+            // An interrupted restore (a backup without CURRENT) is finished over; nothing else.
+            let interrupted = names.contains(BackupMarker.fileName) && !names.contains(FormatConstants.currentFileName)
+            if !interrupted, let other = names.sorted().first(where: { $0 != FormatConstants.lockFileName }) {
+                throw StorageError.destinationInUse(path: path, reason: "a restore needs an empty directory (it holds \(other))")
+            }
+        }
+        let verification = try verify(directory: backupPath, fileSystem: fileSystem)
+        if let p = verification.problems.first {
+            throw StorageError.corruption(file: p.file, offset: p.offset, reason: p.reason)
+        }
+        var o = EngineOptions()
+        o.fileSystem = fileSystem
+        o.readOnly = true
+        o.createIfMissing = false
+        let backup = try Engine.open(directory: backupPath, options: o)
+        defer { backup.close() }
+        let report = try backup.backup(toDirectoryPath: path, options: options)
+        try fileSystem.removeFile(joinPath(path, BackupMarker.fileName))
+        try fileSystem.syncDirectory(path)
+        return report
+    }
+}
