@@ -10,6 +10,7 @@ import Strata
 //   strata-objects-bench graph [--scale X] [--reps R] [--only strata|grdb] [--durability D]
 //   strata-objects-bench graph-child SYSTEM DIR SCALE      (internal: one run, JSON out)
 //   strata-objects-bench aggregate [--flat N] [--reps R]  (a property query's sum vs decoding every order)
+//   strata-objects-bench backup [--scale X] [--reps R]    (backup, incremental backup, restore vs GRDB)
 //
 // --stop-after ends each run after one phase (put-all, get-all, …): with valgrind's allocation
 // totals at two sizes it gives the allocations per object of the phases up to it.
@@ -84,6 +85,8 @@ let observeMode = args.first == "observe"
 if observeMode { args.removeFirst() }
 let aggregateMode = args.first == "aggregate"
 if aggregateMode { args.removeFirst() }
+let backupMode = args.first == "backup"
+if backupMode { args.removeFirst() }
 var observePuts = 20_000
 var scale = 1.0
 while args.count >= 2 {
@@ -97,7 +100,7 @@ while args.count >= 2 {
     case "--stop-after" where FlatCrudPhase(rawValue: value) != nil: stopAfter = FlatCrudPhase(rawValue: value)
     case "--durability" where BenchDurability(rawValue: value) != nil: setenv(BenchDurability.environmentKey, value, 1)
     default:
-        print("usage: strata-objects-bench [graph | observe | aggregate] [--flat N | --puts N | --scale X] [--reps R] [--only strata|grdb] [--stop-after PHASE] [--durability matched|sync]")
+        print("usage: strata-objects-bench [graph | observe | aggregate | backup] [--flat N | --puts N | --scale X] [--reps R] [--only strata|grdb] [--stop-after PHASE] [--durability matched|sync]")
         exit(2)
     }
 }
@@ -154,6 +157,16 @@ if aggregateMode {
         try AggregateBench.run(reps: reps, orders: flatCount)
     } catch {
         FileHandle.standardError.write("aggregate benchmark failed: \(error)\n".data(using: .utf8)!)
+        exit(1)
+    }
+    exit(0)
+}
+
+if backupMode {
+    do {
+        try BackupBench.run(sizes: graphSizes(scale: scale), reps: reps)
+    } catch {
+        FileHandle.standardError.write("backup benchmark failed: \(error)\n".data(using: .utf8)!)
         exit(1)
     }
     exit(0)
