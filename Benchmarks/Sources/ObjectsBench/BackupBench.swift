@@ -35,7 +35,7 @@ enum BackupBench {
             let gms = g.isEmpty ? Double.nan : median(g) * 1000
             let gb = grdb.compactMap { $0.bytes[phase] }
             let gmb = gb.isEmpty ? Double.nan : Double(gb.sorted()[gb.count / 2]) / 1e6
-            print(String(format: "%-12@ %10.1f %18.1f %9.1f %9.1f %12.2f", phase as NSString, s, sb, gms, gmb, gms / s))
+            print(phase.padding(toLength: 12, withPad: " ", startingAt: 0) + String(format: "%10.1f %18.1f %9.1f %9.1f %12.2f", s, sb, gms, gmb, gms / s))
         }
     }
 

@@ -35,6 +35,18 @@ public final class ConditionLock: @unchecked Sendable {
     public func wait() { pthread_cond_wait(cond, mutex) }
     public func broadcast() { pthread_cond_broadcast(cond) }
 
+    /// REQUIRES: the lock is held. Like ``wait()``, but returns after `timeoutSeconds` at most
+    /// (a background thread that also works on a timer).
+    public func wait(timeoutSeconds: Double) {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let nanos = Int(now.tv_nsec) + Int(max(0, min(timeoutSeconds, 3600)) * 1e9)
+        var deadline = timespec()
+        deadline.tv_sec = now.tv_sec + nanos / 1_000_000_000
+        deadline.tv_nsec = nanos % 1_000_000_000
+        _ = pthread_cond_timedwait(cond, mutex, &deadline)
+    }
+
     @inline(__always)
     public func withLock<R>(_ body: () throws -> R) rethrows -> R {
         lock()

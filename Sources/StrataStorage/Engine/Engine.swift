@@ -109,10 +109,15 @@ public final class Engine: @unchecked Sendable {
     /// Per key space and level, the largest key of the last segment compacted there.
     var compactionCursors: [UInt32: [Int: [UInt8]]] = [:]
     private var fileLock: (any FileLock)?
+    /// Ships the store to its archive (``EngineOptions/archive``); set once at open.
+    private(set) var archiver: Archiver?
 
     // Guarded by `manifestLock`: the version set (manifest edits are applied one at a time).
     let manifestLock = ConditionLock()
     let versions: VersionSet
+    /// No write in a live segment has a higher sequence number: raised by each flush (guarded
+    /// by `manifestLock`). An archive state's sequence (SPEC.md §3.3).
+    var segmentsSequence: UInt64 = 0
 
     /// Opens (or creates) the store in `directory`.
     ///
@@ -123,6 +128,12 @@ public final class Engine: @unchecked Sendable {
     }
 
     private init(directory: String, options: EngineOptions) throws {
+        if options.archive != nil && options.readOnly {
+            throw StorageError.invalidOption(name: "archive", reason: "a read-only open writes nothing, to an archive neither")
+        }
+        if let a = options.archive, !(a.interval > 0 && a.interval <= 3600) {
+            throw StorageError.invalidOption(name: "archive.interval", reason: "\(a.interval) is outside (0, 3600] seconds")
+        }
         for (name, n) in options.prefixFilters where !(1...StorageLimits.maxKeyBytes).contains(n) {
             throw StorageError.invalidOption(name: "prefixFilters[\"\(name)\"]",
                                              reason: "\(n) is outside 1...\(StorageLimits.maxKeyBytes)")
@@ -135,6 +146,7 @@ public final class Engine: @unchecked Sendable {
         let recovered = try Recovery.run(directory: directory, options: options, stats: stats, cache: cache)
         fileLock = recovered.lock
         versions = recovered.versions
+        segmentsSequence = recovered.segmentsSequence
         memtables = recovered.memtables
         lastSequence = recovered.lastSequence
         visibleSequence.store(recovered.lastSequence, ordering: .releasing)
@@ -156,6 +168,7 @@ public final class Engine: @unchecked Sendable {
         })
         writeSettings.withLock { $0 = settings }
         for name in options.keySpaces { _ = try keySpace(named: name) }
+        if let archive = options.archive { archiver = try startArchiver(archive) }
         commitLock.withLock { maybeScheduleCompaction() }
     }
 
@@ -191,6 +204,8 @@ public final class Engine: @unchecked Sendable {
         for r in retiredWals { try? r.log.close() }
         retiredWals = []
         commitLock.unlock()
+        // One last shipment of what was committed (skipped while the target is failing).
+        archiver?.stop()
         if !options.readOnly {
             try? StatsFile.write(stats.lifetime, directory: directory, fileSystem: fileSystem)
         }
@@ -297,10 +312,12 @@ public final class Engine: @unchecked Sendable {
 
     /// Logs a manifest edit; a record whose fate is unknown stops writes (see
     /// ``stoppedByManifest``).
-    func logManifest(_ edit: VersionEdit) throws {
+    func logManifest(_ edit: VersionEdit, segmentsSequence flushed: UInt64? = nil) throws {
         try manifestLock.withLock {
             do {
                 try versions.logAndApply(edit)
+                if let flushed { segmentsSequence = max(segmentsSequence, flushed) }
+                archiver?.noteState(versions.current, archivedState())
             } catch {
                 if versions.unknownState != nil { stoppedByManifest.store(true, ordering: .releasing) }
                 throw error

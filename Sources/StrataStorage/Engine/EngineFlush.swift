@@ -65,7 +65,7 @@ extension Engine {
             }
             edit.lastSequence = maxSeq
             if !edit.addedSegments.isEmpty { try fileSystem.syncDirectory(directory) }
-            try logManifest(edit)
+            try logManifest(edit, segmentsSequence: maxSeq)
             stats.flushes.add(1, ordering: .relaxed)
         } catch {
             // Unless a manifest record naming them may be durable (then the next open decides).
@@ -77,7 +77,8 @@ extension Engine {
 
         // Before `flushRunning` drops: `close()` waits for it, so no file operation of this
         // engine runs after close returns (another process may own the directory by then).
-        if result == nil { removeObsoleteWals(before: logNumber) }
+        // An archived store keeps the logs its archive still lacks (the archiver removes them).
+        if result == nil { removeObsoleteWals(before: min(logNumber, archiver?.firstUnshippedWal ?? .max)) }
         options.eventListener?(.flushEnded(succeeded: result == nil))
         commitLock.lock()
         var obsolete: [LogWriter] = []
@@ -129,7 +130,7 @@ extension Engine {
         }
     }
 
-    private func removeObsoleteWals(before logNumber: UInt64) {
+    func removeObsoleteWals(before logNumber: UInt64) {
         guard let names = try? fileSystem.listDirectory(directory) else { return }
         for name in names {
             if case let .wal(n)? = Recovery.parseFileName(name), n < logNumber {

@@ -86,6 +86,9 @@ public struct EngineOptions: Sendable {
     /// options.eventListener = { event in if case .flushBegan = event { print("flushing") } }
     /// ```
     public var eventListener: (@Sendable (EngineEvent) -> Void)?
+    /// A continuous archive to ship the store to (SPEC.md §3.3), for point-in-time restore
+    /// with ``Engine/restoreArchive(from:toDirectoryPath:at:options:)``. Not with ``readOnly``.
+    public var archive: ArchiveOptions?
 
     public init() {}
 

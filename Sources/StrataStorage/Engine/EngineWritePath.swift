@@ -188,6 +188,7 @@ extension Engine {
         if needsSync { recentSyncWriters = writers.count }
         if failure == nil {
             visibleSequence.store(lastSequence, ordering: .releasing)
+            archiver?.noteCommit(wal: walNumber, end: log.size, sequence: lastSequence)
             for r in retired { try? r.log.close() }
         } else {
             // Sequence numbers of a failed group are skipped, never reused.
@@ -306,6 +307,7 @@ extension Engine {
             // The old log says it ends here, so that recovery knows nothing of it is missing
             // before it replays the new one (SPEC.md §5.2).
             try wal?.appendEndOfLog()
+            if let wal { archiver?.noteSealed(wal: walNumber, end: wal.size) }
         } catch {
             try? file.close()
             try? fileSystem.removeFile(path)

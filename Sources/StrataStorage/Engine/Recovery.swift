@@ -17,6 +17,9 @@ enum Recovery {
         var unsyncedLogs: [(number: UInt64, log: LogWriter)] = []
         /// Whether the new WAL's directory entry is not yet durable.
         var walEntryNeedsSync = false
+        /// The manifest's last sequence before the logs were replayed: no write in a segment
+        /// is above it (an archive state's sequence, SPEC.md §3.3).
+        var segmentsSequence: UInt64 = 0
     }
 
     /// What a file name in the store directory is.
@@ -155,6 +158,7 @@ enum Recovery {
         var memtables: [UInt32: Memtable] = [:]
         for ks in versions.keySpaces { memtables[ks.id] = Memtable(keySpaceId: ks.id, expectedBytes: options.memtableBytes) }
         var lastSequence = versions.lastSequence
+        let segmentsSequence = lastSequence
         // WALs that hold no record: every open makes a new WAL, and while the replayed data
         // stays in the memtables the log number cannot move past the older ones, so opens
         // without writes would pile up empty logs (each read again by every later open).
@@ -202,7 +206,7 @@ enum Recovery {
         if options.readOnly {
             // Nothing is written: no new manifest, no WAL, no clean-up.
             return Result(lock: lock, versions: versions, memtables: memtables, lastSequence: lastSequence,
-                          wal: nil, walNumber: 0)
+                          wal: nil, walNumber: 0, segmentsSequence: segmentsSequence)
         }
 
         try settleReplayedLogs(directory: directory, fs: fs, torn: torn, discarded: discarded)
@@ -263,7 +267,8 @@ enum Recovery {
         // With none left to sync, every older log is durable: the first record says so.
         if unsynced.isEmpty { wal.noteEarlierLogsDurable() }
         return Result(lock: lock, versions: versions, memtables: memtables, lastSequence: lastSequence,
-                      wal: wal, walNumber: walNumber, unsyncedLogs: unsynced, walEntryNeedsSync: !logStartsHere)
+                      wal: wal, walNumber: walNumber, unsyncedLogs: unsynced, walEntryNeedsSync: !logStartsHere,
+                      segmentsSequence: segmentsSequence)
     }
 
     /// Makes this open's verdict on a torn log permanent before anything new is logged:

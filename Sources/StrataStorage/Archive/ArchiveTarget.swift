@@ -1,0 +1,81 @@
+/// Where a continuous archive is written (``ArchiveOptions``): a flat namespace of named
+/// objects, each written once and never changed, so that an object store (S3 and the like) can
+/// be one without a change of format. Names are ASCII letters, digits, `-` and `.`.
+///
+/// ```swift
+/// var options = EngineOptions()
+/// options.archive = ArchiveOptions(target: DirectoryArchiveTarget(path: "/archive/shop"))
+/// ```
+public protocol ArchiveTarget: Sendable {
+    /// Stores `bytes` under `name`. An object already stored under `name` with the same bytes is
+    /// success (a retried put); with other bytes, an error: objects are never replaced.
+    func put(_ name: String, _ bytes: [UInt8]) throws
+    /// The bytes stored under `name`; throws when there is no such object.
+    func get(_ name: String) throws -> [UInt8]
+    /// The names of every stored object, in no particular order.
+    func list() throws -> [String]
+    /// Removes the object `name`; removing one that is not there is success.
+    func delete(_ name: String) throws
+}
+
+/// An ``ArchiveTarget`` that keeps each object as a file in one directory. A put writes and
+/// syncs a temporary file, then renames it to its name (never over an existing file) and syncs
+/// the directory: an object is either whole or absent after a crash.
+public struct DirectoryArchiveTarget: ArchiveTarget {
+    public let path: String
+    let fileSystem: any FileSystem
+    static let temporaryPrefix = "incoming-"
+
+    public init(path: String, fileSystem: any FileSystem = PosixFileSystem()) {
+        self.path = path
+        self.fileSystem = fileSystem
+    }
+
+    public func put(_ name: String, _ bytes: [UInt8]) throws {
+        try Self.checkName(name)
+        try fileSystem.createDirectory(path)
+        let finalPath = joinPath(path, name)
+        if fileSystem.fileExists(finalPath) {
+            guard try fileSystem.readWholeFile(finalPath) == bytes else {
+                throw StorageError.io(operation: "archive put (an object \(name) with other bytes exists)", path: finalPath, errno: 17)
+            }
+            return
+        }
+        let tmp = joinPath(path, Self.temporaryPrefix + name)
+        let file = try fileSystem.openWritable(tmp, truncate: true)
+        do {
+            try bytes.withUnsafeBytes { try file.append($0) }
+            try file.sync()
+        } catch {
+            try? file.close()
+            try? fileSystem.removeFile(tmp)
+            throw error
+        }
+        try file.close()
+        try fileSystem.rename(tmp, to: finalPath)
+        try fileSystem.syncDirectory(path)
+    }
+
+    public func get(_ name: String) throws -> [UInt8] {
+        try Self.checkName(name)
+        let p = joinPath(path, name)
+        guard fileSystem.fileExists(p) else { throw StorageError.io(operation: "archive get", path: p, errno: 2) }
+        return try fileSystem.readWholeFile(p)
+    }
+
+    public func list() throws -> [String] {
+        guard fileSystem.directoryExists(path) else { return [] }
+        return try fileSystem.listDirectory(path).filter { !$0.hasPrefix(Self.temporaryPrefix) }
+    }
+
+    public func delete(_ name: String) throws {
+        try Self.checkName(name)
+        try fileSystem.removeFile(joinPath(path, name))
+    }
+
+    static func checkName(_ name: String) throws {
+        guard !name.isEmpty, name.utf8.count <= 200, !name.hasPrefix("."),
+              name.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2D || $0 == 0x2E })
+        else { throw StorageError.invalidOption(name: "archive object name", reason: "\"\(name)\" is not letters, digits, - and .") }
+    }
+}

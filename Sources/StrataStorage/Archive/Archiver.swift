@@ -1,0 +1,319 @@
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Ships a store's segments, manifest states and write-ahead log to an ``ArchiveTarget`` on a
+/// thread of its own (SPEC.md §3.3). The engine tells it what to ship: each commit's end in its
+/// WAL (``noteCommit``), each WAL sealed by a rotation (``noteSealed``), each new manifest
+/// state (``noteState``). Nothing the engine does waits for the target; the engine only keeps
+/// the WAL files the archive still lacks (``firstUnshippedWal``).
+final class Archiver: @unchecked Sendable {
+    /// A WAL still to ship: its committed end (bytes from 0 that hold whole commits), whether
+    /// nothing more will be written to it, and the commit times not yet shipped.
+    private struct PendingLog {
+        var end: UInt64 = 0
+        var sealed = false
+        var times: [ArchivedLogPiece.CommitTime] = []
+        /// The last sequence number of a commit that ends in it.
+        var sequence: UInt64 = 0
+    }
+
+    let options: ArchiveOptions
+    let directory: String
+    let fileSystem: any FileSystem
+    let generation: UInt64
+    /// Removes the store's WAL files below a number: those the archive has whole and the store
+    /// no longer needs (the engine checks its log number).
+    private let removeShippedWals: @Sendable (UInt64) -> Void
+
+    private let lock = ConditionLock()
+    // Guarded by `lock`.
+    private var pendingState: (version: Version, state: ArchivedState)?
+    private var logs: [UInt64: PendingLog] = [:]
+    private var stopping = false
+    private var wakeRequested = false
+    private var status: ArchiveStatus
+    private var roundsCompleted = 0
+    private let done = DispatchSemaphore(value: 0)
+
+    // Owned by the archiver's thread.
+    private var shippedSegments: Set<UInt64> = []
+    private var shippedOffsets: [UInt64: UInt64] = [:]
+    private var serial: UInt64 = 0
+    private var listed = false
+
+    /// `state`: the store as recovery left it; `wals`: the WAL files from its log number on, the
+    /// active one last, with their sizes; `sequence`: the last sequence recovery replayed.
+    init(options: ArchiveOptions, directory: String, fileSystem: any FileSystem, generation: UInt64, state: (Version, ArchivedState),
+         wals: [(number: UInt64, size: UInt64)], sequence: UInt64, removeShippedWals: @escaping @Sendable (UInt64) -> Void) {
+        self.options = options
+        self.directory = directory
+        self.fileSystem = fileSystem
+        self.removeShippedWals = removeShippedWals
+        self.generation = generation
+        status = ArchiveStatus(archivedSequence: 0, latestSequence: sequence, pendingLogBytes: 0, consecutiveFailures: 0,
+                               lastError: nil, objectsPut: 0, bytesPut: 0)
+        pendingState = state
+        wakeRequested = true   // the base state goes out at once
+        for (i, w) in wals.enumerated() {
+            // The replayed logs are whole; the active one holds what recovery put in it.
+            logs[w.number] = PendingLog(end: w.size, sealed: i < wals.count - 1, times: [], sequence: sequence)
+        }
+        DispatchQueue(label: "strata.archive").async { [self] in run() }
+    }
+
+    /// A new generation id: random, never 0.
+    static func newGeneration() -> UInt64 {
+        var g: UInt64 = 0
+        while g == 0 { g = UInt64.random(in: 1...UInt64.max) }
+        return g
+    }
+
+    // MARK: What the engine reports (each call is short and never does I/O)
+
+    /// A commit group ended at byte `end` of WAL `wal`; its last sequence number is `sequence`.
+    /// REQUIRES: the engine's commit lock (so calls come in commit order).
+    func noteCommit(wal: UInt64, end: UInt64, sequence: UInt64) {
+        let now = Self.nowMicros()
+        lock.withLock {
+            var log = logs[wal] ?? PendingLog()
+            log.end = max(log.end, end)
+            log.sequence = max(log.sequence, sequence)
+            // One time per millisecond is enough for a restore "at" a time, and bounds what a
+            // busy store keeps while the target is down.
+            if let last = log.times.last, last.micros / 1000 == now / 1000 {
+                log.times[log.times.count - 1].sequence = sequence
+            } else {
+                log.times.append(.init(sequence: sequence, micros: now))
+            }
+            logs[wal] = log
+            status.latestSequence = sequence
+        }
+    }
+
+    /// WAL `wal` was sealed at `end` bytes (its end-of-log record included): nothing more is
+    /// written to it. REQUIRES: the engine's commit lock.
+    func noteSealed(wal: UInt64, end: UInt64) {
+        lock.withLock {
+            var log = logs[wal] ?? PendingLog()
+            log.end = max(log.end, end)
+            log.sealed = true
+            logs[wal] = log
+        }
+    }
+
+    /// A new manifest state; `version` keeps its segment files until they are shipped.
+    func noteState(_ version: Version, _ state: ArchivedState) {
+        lock.withLock {
+            pendingState = (version, state)
+            wakeRequested = true
+            lock.broadcast()
+        }
+    }
+
+    /// The lowest WAL number the archive does not have whole: the store must keep that WAL and
+    /// every later one.
+    var firstUnshippedWal: UInt64 { lock.withLock { logs.keys.min() ?? .max } }
+
+    func currentStatus() -> ArchiveStatus {
+        lock.withLock {
+            var s = status
+            s.pendingLogBytes = logs.reduce(0) { $0 + ($1.value.end - min($1.value.end, shippedOffsetsSnapshot[$1.key] ?? 0)) }
+            return s
+        }
+    }
+
+    /// `shippedOffsets` as the status sees it (updated under the lock by the thread).
+    private var shippedOffsetsSnapshot: [UInt64: UInt64] = [:]
+
+    /// Ships now and waits until every commit up to `sequence` and the latest state are in the
+    /// archive; throws the target's error if a shipment fails, or when `timeout` passes.
+    func waitUntilArchived(sequence: UInt64, timeout: Double) throws {
+        let deadline = monotonicSeconds() + timeout
+        lock.lock()
+        defer { lock.unlock() }
+        let startRound = roundsCompleted
+        wakeRequested = true
+        lock.broadcast()
+        while !(roundsCompleted > startRound && status.archivedSequence >= sequence && pendingState == nil) {
+            if stopping { throw StorageError.closed }
+            if roundsCompleted > startRound, status.consecutiveFailures > 0, let e = status.lastError {
+                throw StorageError.io(operation: "archive: \(e)", path: directory, errno: 0)
+            }
+            let left = deadline - monotonicSeconds()
+            if left <= 0 {
+                throw StorageError.io(operation: "archive: not caught up after \(timeout) s", path: directory, errno: 0)
+            }
+            lock.wait(timeoutSeconds: min(left, 0.05))
+        }
+    }
+
+    /// Ends the thread after one last shipment (unless the target is failing), and waits for it.
+    func stop() {
+        lock.withLock {
+            stopping = true
+            lock.broadcast()
+        }
+        done.wait()
+    }
+
+    // MARK: The archiver's thread
+
+    private func run() {
+        var failures = 0
+        while true {
+            let (state, snapshot, finishing): ((Version, ArchivedState)?, [UInt64: PendingLog], Bool) = lock.withLock {
+                let wait = failures == 0 ? options.interval : min(30, options.interval * Double(1 << min(failures, 10)))
+                if !stopping && !wakeRequested { lock.wait(timeoutSeconds: wait) }
+                wakeRequested = false
+                return (pendingState, logs, stopping)
+            }
+            if finishing && failures > 0 { break }
+            do {
+                try shipRound(state: state, logs: snapshot)
+                failures = 0
+                lock.withLock {
+                    status.consecutiveFailures = 0
+                    status.lastError = nil
+                    roundsCompleted += 1
+                    lock.broadcast()
+                }
+            } catch {
+                failures += 1
+                lock.withLock {
+                    status.consecutiveFailures = failures
+                    status.lastError = "\(error)"
+                    roundsCompleted += 1
+                    lock.broadcast()
+                }
+            }
+            if finishing { break }
+        }
+        done.signal()
+    }
+
+    private func put(_ name: String, _ bytes: [UInt8]) throws {
+        try options.target.put(name, bytes)
+        lock.withLock {
+            status.objectsPut += 1
+            status.bytesPut += UInt64(bytes.count)
+        }
+    }
+
+    private func shipRound(state: (Version, ArchivedState)?, logs snapshot: [UInt64: PendingLog]) throws {
+        if !listed {
+            // Segments are shared by generations: one an earlier open shipped is not shipped again.
+            for name in try options.target.list() {
+                if case let .segment(n)? = ArchiveObject(name: name) { shippedSegments.insert(n) }
+            }
+            listed = true
+        }
+        if let (version, archived) = state {
+            try withExtendedLifetime(version) {
+                for meta in archived.segments where !shippedSegments.contains(meta.fileNumber) {
+                    let path = joinPath(directory, Recovery.segmentName(meta.fileNumber))
+                    let bytes = try readFile(path, from: 0, to: meta.fileSize)
+                    try put(ArchiveObject.segment(number: meta.fileNumber).name, bytes)
+                    shippedSegments.insert(meta.fileNumber)
+                }
+            }
+            var s = archived
+            s.serial = serial
+            s.micros = Self.nowMicros()
+            try put(s.objectName, s.encode())
+            serial += 1
+            lock.withLock { if pendingState?.version === version { pendingState = nil } }
+            try applyRetention()
+        }
+        // Logs in number order, each from where the last piece ended.
+        var sealedShipped = false
+        for (wal, log) in snapshot.sorted(by: { $0.key < $1.key }) {
+            let from = shippedOffsets[wal] ?? 0
+            if log.end > from {
+                let bytes = try readFile(joinPath(directory, Recovery.walName(wal)), from: from, to: log.end)
+                let piece = ArchivedLogPiece(generation: generation, wal: wal, offset: from, times: log.times, bytes: bytes)
+                try put(piece.objectName, piece.encode())
+                shippedOffsets[wal] = log.end
+            }
+            let whole = log.sealed && (shippedOffsets[wal] ?? 0) >= log.end
+            if whole { sealedShipped = true }
+            lock.withLock {
+                shippedOffsetsSnapshot[wal] = shippedOffsets[wal] ?? 0
+                if var current = logs[wal] {
+                    // Times shipped with this piece are dropped; later ones stay, and so does the
+                    // last one if a commit in the same millisecond moved it on meanwhile.
+                    let shipped = min(log.times.count, current.times.count)
+                    if shipped > 0 {
+                        current.times.removeFirst(shipped - 1)
+                        if current.times.first == log.times.last { current.times.removeFirst() }
+                    }
+                    if whole && current.end == log.end { logs[wal] = nil } else { logs[wal] = current }
+                }
+                status.archivedSequence = max(status.archivedSequence, log.sequence)
+            }
+        }
+        if sealedShipped { removeShippedWals(firstUnshippedWal) }
+    }
+
+    /// Reads bytes `from..<to` of a store file.
+    private func readFile(_ path: String, from: UInt64, to: UInt64) throws -> [UInt8] {
+        guard to > from else { return [] }
+        let file = try fileSystem.openReadable(path)
+        defer { file.close() }
+        var bytes = [UInt8](repeating: 0, count: Int(to - from))
+        try bytes.withUnsafeMutableBytes { try file.readExactly(at: from, into: $0, path: path, once: true) }
+        return bytes
+    }
+
+    /// Deletes what the retention rule lets go: older states, then the log pieces and segments
+    /// no kept state needs (SPEC.md §3.3).
+    private func applyRetention() throws {
+        var states: [(name: String, object: ArchiveObject)] = []
+        var others: [(name: String, object: ArchiveObject)] = []
+        for name in try options.target.list() {
+            guard let object = ArchiveObject(name: name) else { continue }
+            if case .state = object { states.append((name, object)) } else { others.append((name, object)) }
+        }
+        // Newest first: by shipping time, read from each state (names order by sequence only).
+        var decoded: [(name: String, state: ArchivedState)] = []
+        for s in states {
+            // A state that does not decode is left alone (a restore reports it).
+            guard let state = try? ArchivedState.decode(try options.target.get(s.name), name: s.name) else { continue }
+            decoded.append((s.name, state))
+        }
+        decoded.sort { ($0.state.micros, $0.state.serial) > ($1.state.micros, $1.state.serial) }
+        var keep = decoded.count
+        switch options.retention {
+        case let .states(n): keep = max(1, n)
+        case let .seconds(age):
+            let cutoff = Self.nowMicros() - Int64(age * 1e6)
+            keep = max(1, decoded.prefix { $0.state.micros >= cutoff }.count)
+        }
+        guard decoded.count > keep else { return }
+        let kept = decoded.prefix(keep).map(\.state)
+        let neededSegments = Set(kept.flatMap { $0.segments.map(\.fileNumber) })
+        var firstLog: [UInt64: UInt64] = [:]   // per generation, the lowest log number a kept state replays from
+        for s in kept { firstLog[s.generation] = min(firstLog[s.generation] ?? .max, s.logNumber) }
+        for (name, _) in decoded.dropFirst(keep) { try options.target.delete(name) }
+        for (name, object) in others {
+            switch object {
+            case let .segment(n) where !neededSegments.contains(n):
+                try options.target.delete(name)
+                shippedSegments.remove(n)
+            case let .log(g, wal, _) where wal < (firstLog[g] ?? .max):
+                try options.target.delete(name)
+            default:
+                break
+            }
+        }
+    }
+
+    static func nowMicros() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
+    }
+}

@@ -1,0 +1,271 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import StrataStorage
+
+/// Continuous archives and point-in-time restore (SPEC.md §3.3).
+@Suite struct ArchiveTests {
+    /// A target that fails every call while `failing` is set (an unreachable server, a full disk).
+    final class FlakyTarget: ArchiveTarget {
+        let wrapped: any ArchiveTarget
+        let failing = Atomic<Bool>(false)
+        let failures = Atomic<Int>(0)
+        init(_ wrapped: any ArchiveTarget) { self.wrapped = wrapped }
+        func check() throws {
+            if failing.load(ordering: .relaxed) {
+                failures.add(1, ordering: .relaxed)
+                throw StorageError.io(operation: "archive put", path: "flaky", errno: 5)
+            }
+        }
+        func put(_ name: String, _ bytes: [UInt8]) throws { try check(); try wrapped.put(name, bytes) }
+        func get(_ name: String) throws -> [UInt8] { try wrapped.get(name) }
+        func list() throws -> [String] { try check(); return try wrapped.list() }
+        func delete(_ name: String) throws { try check(); try wrapped.delete(name) }
+    }
+
+    /// A random workload over two key spaces; returns the model after each commit, by sequence.
+    static func workload(_ e: Engine, commits: Int, seed: UInt64, model: inout [String: String],
+                         history: inout [UInt64: [String: String]], flushEvery: Int = 25) throws {
+        var rng = SplitMix64(state: seed)
+        let other = try e.keySpace(named: "other")
+        for i in 0..<commits {
+            var b = WriteBatch()
+            for _ in 0..<(1 + Int(rng.next() % 4)) {
+                let space = rng.next() % 2 == 0 ? e.defaultKeySpace : other
+                let k = "k\(rng.next() % 60)"
+                if rng.next() % 5 == 0 {
+                    b.delete(bytes(k), in: space)
+                    model["\(space.name)/\(k)"] = nil
+                } else {
+                    let v = "v\(i)-\(rng.next() % 1000)" + String(repeating: "x", count: Int(rng.next() % 200))
+                    b.put(bytes(k), bytes(v), in: space)
+                    model["\(space.name)/\(k)"] = v
+                }
+            }
+            try e.write(b)
+            history[e.latestSequence] = model
+            if i % flushEvery == flushEvery - 1 { try e.flush() }
+        }
+    }
+
+    static func contents(ofStoreAt path: String, fileSystem: (any FileSystem)? = nil) throws -> [String: String] {
+        var o = EngineOptions.testing(fileSystem)
+        o.readOnly = true
+        let e = try Engine.open(directory: path, options: o)
+        defer { e.close() }
+        var out: [String: String] = [:]
+        for ks in e.keySpaces { for entry in try e.scan(ks) { out["\(ks.name)/\(string(entry.key))"] = string(entry.value) } }
+        return out
+    }
+
+    static func archived(_ target: any ArchiveTarget, interval: Double = 0.02, retention: ArchiveRetention = .states(1000)) -> EngineOptions {
+        var o = EngineOptions.testing(memtableBytes: 16 << 10, blockBytes: 1024, targetSegmentBytes: 16 << 10)
+        var a = ArchiveOptions(target: target)
+        a.interval = interval
+        a.retention = retention
+        o.archive = a
+        return o
+    }
+
+    @Test func restoreAtManyCommitsEqualsTheModelAtThatCommit() throws {
+        let dir = TemporaryDirectory(), archive = TemporaryDirectory(), root = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: root.path, withIntermediateDirectories: true)
+        let target = DirectoryArchiveTarget(path: archive.path)
+        var model: [String: String] = [:], history: [UInt64: [String: String]] = [0: [:]]
+        // Two opens: two generations, the second starting from what the first left.
+        for (open, seed) in [(0, UInt64(1)), (1, UInt64(2))] {
+            let e = try Engine.open(directory: dir.path, options: Self.archived(target))
+            try Self.workload(e, commits: 150, seed: seed, model: &model, history: &history)
+            if open == 0 { e.close() } else {
+                try e.archiveNow()
+                let status = try #require(e.archiveStatus())
+                #expect(status.archivedSequence == e.latestSequence && status.consecutiveFailures == 0 && status.objectsPut > 0)
+                e.close()
+            }
+        }
+        let sequences = history.keys.sorted()
+        var rng = SplitMix64(state: 9)
+        var picks = (0..<16).map { _ in sequences[Int(rng.next() % UInt64(sequences.count))] }
+        picks += [sequences[1], sequences.last!]
+        for (i, s) in picks.enumerated() {
+            let path = root.path + "/r\(i)"
+            let report = try Engine.restoreArchive(from: target, toDirectoryPath: path, at: .sequence(s))
+            #expect(report.sequence == s)
+            #expect(try Self.contents(ofStoreAt: path) == history[s], "restore at sequence \(s)")
+            #expect(try Engine.verify(directory: path).problems.isEmpty)
+        }
+        let latest = try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/latest")
+        #expect(latest.sequence == sequences.last!)
+        #expect(try Self.contents(ofStoreAt: root.path + "/latest") == model)
+        // A restored store opens writable and goes on.
+        let reopened = try Engine.open(directory: root.path + "/latest", options: .testing())
+        try reopened.put("after", "restore", in: reopened.defaultKeySpace)
+        reopened.close()
+        #expect(throws: StorageError.self) { try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/latest") }
+    }
+
+    @Test func restoreAtATimeGivesTheLastCommitBeforeIt() throws {
+        let dir = TemporaryDirectory(), archive = TemporaryDirectory(), root = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: root.path, withIntermediateDirectories: true)
+        let target = DirectoryArchiveTarget(path: archive.path)
+        let e = try Engine.open(directory: dir.path, options: Self.archived(target))
+        var model: [String: String] = [:], history: [UInt64: [String: String]] = [:]
+        var checkpoints: [(time: Double, model: [String: String], sequence: UInt64)] = []
+        for round in 0..<6 {
+            try Self.workload(e, commits: 20, seed: UInt64(round + 10), model: &model, history: &history)
+            usleep(5_000)
+            checkpoints.append((Date().timeIntervalSince1970, model, e.latestSequence))
+            usleep(5_000)
+        }
+        try e.archiveNow()
+        e.close()
+        for (i, c) in checkpoints.enumerated() {
+            let path = root.path + "/t\(i)"
+            let report = try Engine.restoreArchive(from: target, toDirectoryPath: path, at: .time(secondsSince1970: c.time))
+            #expect(report.sequence == c.sequence)
+            #expect(report.commitTime.map { $0 <= c.time } == true)
+            #expect(try Self.contents(ofStoreAt: path) == c.model, "restore at checkpoint \(i)")
+        }
+        #expect(throws: StorageError.self) {
+            try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/before", at: .time(secondsSince1970: 1_000_000))
+        }
+    }
+
+    @Test func aFailingTargetNeverStopsCommitsAndCatchesUp() throws {
+        let dir = TemporaryDirectory(), archive = TemporaryDirectory(), restored = TemporaryDirectory()
+        let target = FlakyTarget(DirectoryArchiveTarget(path: archive.path))
+        let e = try Engine.open(directory: dir.path, options: Self.archived(target, interval: 0.01))
+        var model: [String: String] = [:], history: [UInt64: [String: String]] = [:]
+        try Self.workload(e, commits: 40, seed: 3, model: &model, history: &history)
+        try e.archiveNow()
+        target.failing.store(true, ordering: .relaxed)
+        try Self.workload(e, commits: 120, seed: 4, model: &model, history: &history)
+        // Writes went on; the archive reports the failures and lags.
+        var status = try #require(e.archiveStatus())
+        for _ in 0..<200 where status.consecutiveFailures == 0 {
+            usleep(5_000)
+            status = try #require(e.archiveStatus())
+        }
+        #expect(status.consecutiveFailures > 0 && status.lastError != nil)
+        #expect(status.archivedSequence < e.latestSequence)
+        #expect(throws: StorageError.self) { try e.archiveNow(timeout: 0.2) }
+        // The logs the archive lacks are kept meanwhile.
+        let wals = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".wal") }
+        #expect(wals.count > 1)
+        target.failing.store(false, ordering: .relaxed)
+        try e.archiveNow(timeout: 60)
+        #expect(e.archiveStatus()?.consecutiveFailures == 0)
+        e.close()
+        try Engine.restoreArchive(from: target, toDirectoryPath: restored.path)
+        #expect(try Self.contents(ofStoreAt: restored.path) == model)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".wal") }.count <= 2)
+    }
+
+    @Test func aDamagedArchiveIsNamedOrRestoredUpToTheDamage() throws {
+        let dir = TemporaryDirectory(), archive = TemporaryDirectory(), root = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: root.path, withIntermediateDirectories: true)
+        let target = DirectoryArchiveTarget(path: archive.path)
+        let e = try Engine.open(directory: dir.path, options: Self.archived(target))
+        var model: [String: String] = [:], history: [UInt64: [String: String]] = [0: [:]]
+        for _ in 0..<4 {
+            try Self.workload(e, commits: 30, seed: UInt64(history.count), model: &model, history: &history, flushEvery: 1000)
+            try e.archiveNow()
+        }
+        e.close()
+        // The last log piece of the newest log: damage one byte in its middle.
+        let pieces = try target.list().filter { $0.contains("-log-") }.sorted()
+        let victim = try #require(pieces.last)
+        var bytes = try target.get(victim)
+        bytes[bytes.count / 2] ^= 0x10
+        try Data(bytes).write(to: URL(fileURLWithPath: archive.path + "/" + victim))
+        #expect {
+            try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/a")
+        } throws: { error in
+            guard case StorageError.corruption(let file, _, _)? = error as? StorageError else { return false }
+            return file == victim
+        }
+        var lenient = ArchiveRestoreOptions()
+        lenient.stopsAtDamage = true
+        let report = try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/b", options: lenient)
+        #expect(report.stoppedAt == victim)
+        #expect(report.sequence < history.keys.max()!)
+        #expect(try Self.contents(ofStoreAt: root.path + "/b") == history[report.sequence])
+        // A missing segment is named too.
+        let segment = try #require(try target.list().first { $0.hasPrefix("seg-") })
+        try target.delete(segment)
+        #expect(throws: StorageError.self) { try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/c", options: lenient) }
+    }
+
+    @Test func retentionDeletesWhatNoKeptStateNeeds() throws {
+        let dir = TemporaryDirectory(), archive = TemporaryDirectory(), root = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: root.path, withIntermediateDirectories: true)
+        let target = DirectoryArchiveTarget(path: archive.path)
+        let e = try Engine.open(directory: dir.path, options: Self.archived(target, retention: .states(2)))
+        var model: [String: String] = [:], history: [UInt64: [String: String]] = [:]
+        for round in 0..<6 {
+            try Self.workload(e, commits: 30, seed: UInt64(round + 20), model: &model, history: &history, flushEvery: 1000)
+            try e.flush()
+            try e.archiveNow()
+        }
+        _ = try e.compact()
+        try e.archiveNow()
+        e.close()
+        let names = try target.list()
+        #expect(names.filter { $0.contains("-state-") }.count == 2)
+        let states = try names.filter { $0.contains("-state-") }.map { try ArchivedState.decode(try target.get($0), name: $0) }
+        let needed = Set(states.flatMap { $0.segments.map(\.fileNumber) })
+        #expect(Set(names.filter { $0.hasPrefix("seg-") }) == Set(needed.map { ArchiveObject.segment(number: $0).name }))
+        #expect(try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/latest").sequence == history.keys.max()!)
+        #expect(try Self.contents(ofStoreAt: root.path + "/latest") == model)
+        // The first commits are no longer reachable.
+        #expect(throws: StorageError.self) {
+            try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/old", at: .sequence(history.keys.min()!))
+        }
+    }
+
+    /// The machine stops while the archive ships, and only what was synced survives, on the
+    /// store and on the archive alike. The store reopens whole, a new generation starts from
+    /// it, and the archive restores every commit it held before the cut and the latest after.
+    @Test func powerCutWhileArchiving() throws {
+        for cut in [3, 8, 15, 30, 60] {
+            let memory = InMemoryFileSystem()
+            let fs = FaultInjectingFileSystem(wrapping: memory)
+            let target = DirectoryArchiveTarget(path: "/archive", fileSystem: fs)
+            var options = Self.archived(target)
+            options.fileSystem = fs
+            options.durability = .sync
+            let e = try Engine.open(directory: "/db", options: options)
+            var model: [String: String] = [:], history: [UInt64: [String: String]] = [:]
+            try Self.workload(e, commits: 40, seed: UInt64(cut), model: &model, history: &history, flushEvery: 15)
+            try e.archiveNow()
+            let archivedBefore = try #require(e.archiveStatus()).archivedSequence
+            fs.injectFault(.init(afterOperations: cut, error: .io(operation: "power cut", path: "", errno: 5), haltsEverything: true))
+            try? Self.workload(e, commits: 40, seed: UInt64(cut) + 100, model: &model, history: &history, flushEvery: 15)
+            e.close()
+            memory.simulateCrash(.dropUnsynced)
+
+            var reopenOptions = Self.archived(DirectoryArchiveTarget(path: "/archive", fileSystem: memory))
+            reopenOptions.fileSystem = memory
+            let again = try Engine.open(directory: "/db", options: reopenOptions)
+            var after = [String: String]()
+            for ks in again.keySpaces { for entry in try again.scan(ks) { after["\(ks.name)/\(string(entry.key))"] = string(entry.value) } }
+            try again.archiveNow()
+            again.close()
+            // Every commit archived before the cut restores as it was.
+            for s in history.keys.sorted() where s <= archivedBefore && s % 7 == 0 {
+                let path = "/restore-\(s)"
+                do {
+                    try Engine.restoreArchive(from: DirectoryArchiveTarget(path: "/archive", fileSystem: memory), toDirectoryPath: path,
+                                              at: .sequence(s), fileSystem: memory)
+                } catch {
+                    Issue.record("cut \(cut), sequence \(s), archived \(archivedBefore): \(error); archive: \(try memory.listDirectory("/archive").sorted())")
+                    throw error
+                }
+                #expect(try Self.contents(ofStoreAt: path, fileSystem: memory) == history[s], "cut \(cut), sequence \(s)")
+            }
+            try Engine.restoreArchive(from: DirectoryArchiveTarget(path: "/archive", fileSystem: memory), toDirectoryPath: "/latest",
+                                      fileSystem: memory)
+            #expect(try Self.contents(ofStoreAt: "/latest", fileSystem: memory) == after, "cut \(cut): latest")
+        }
+    }
+}
