@@ -65,3 +65,40 @@ import Testing
         #expect(throws: StrataError.storeClosed) { try store.backup(toDirectoryPath: backup.path) }
     }
 }
+
+/// `StoreOptions.archive` and `Store.restoreArchive`: the object graph as of a date.
+@Suite struct StoreArchiveTests {
+    @Test func restoreAtADateGivesTheGraphAsItWasThen() throws {
+        let dir = TemporaryDirectory(), archive = TemporaryDirectory(), root = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: root.path, withIntermediateDirectories: true)
+        var options = StoreOptions.testing(memtableBytes: 16 << 10)
+        var a = ArchiveOptions(target: DirectoryArchiveTarget(path: archive.path))
+        a.interval = 0.01
+        options.archive = a
+        let store = try Store(directoryPath: dir.path, options: options)
+        var checkpoints: [(date: Date, buyers: Int, purchases: Int)] = []
+        for round in 1...4 {
+            try store.runInTransaction {
+                let buyer = Buyer(name: "b\(round)")
+                try store.box(for: Buyer.self).put(buyer)
+                try store.box(for: Purchase.self).put((0..<round).map { Purchase(summary: "p\(round)-\($0)", buyer: buyer) })
+            }
+            usleep(10_000)
+            checkpoints.append((Date(), try store.box(for: Buyer.self).count(), try store.box(for: Purchase.self).count()))
+            usleep(10_000)
+        }
+        try store.archiveNow()
+        #expect(store.archiveStatus()?.consecutiveFailures == 0)
+        store.close()
+        for (i, c) in checkpoints.enumerated() {
+            let path = root.path + "/at\(i)"
+            try Store.restoreArchive(from: DirectoryArchiveTarget(path: archive.path), toDirectoryPath: path, at: c.date)
+            let restored = try Store(directoryPath: path)
+            defer { restored.close() }
+            #expect(try restored.box(for: Buyer.self).count() == c.buyers)
+            #expect(try restored.box(for: Purchase.self).count() == c.purchases)
+            #expect(try restored.verifyGraph().problems.isEmpty)
+            for b in try restored.box(for: Buyer.self).all() { #expect(b.purchases.count == Int(b.name.dropFirst())!) }
+        }
+    }
+}

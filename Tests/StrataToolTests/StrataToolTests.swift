@@ -255,6 +255,45 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: root.path + "/never/CURRENT"))
     }
 
+    @Test func restoreRebuildsAnArchiveAtASequenceOrATime() throws {
+        let dir = TemporaryDirectory(), root = TemporaryDirectory()
+        let archive = root.path + "/archive"
+        var options = StoreOptions()
+        options.archive = ArchiveOptions(target: DirectoryArchiveTarget(path: archive))
+        let store = try Store(directoryPath: dir.path, options: options)
+        try store.box(for: Tutor.self).put(Tutor(name: "Lovelace"))
+        try store.archiveNow()
+        let first = try #require(store.archiveStatus()).archivedSequence
+        usleep(20_000)
+        let between = Date()
+        usleep(20_000)
+        try store.box(for: Tutor.self).put(Tutor(name: "Hopper"))
+        try store.archiveNow()
+        store.close()
+
+        let latest = try ToolRunner.run(["restore", archive, root.path + "/latest", "--json"])
+        #expect(latest.status == 0, "\(latest.stderr)")
+        #expect(try ToolRunner.run(["dump", root.path + "/latest", "Tutor"]).stdout.split(separator: "\n").count == 2)
+        let early = try ToolRunner.run(["restore", archive, root.path + "/early", "--sequence", String(first)])
+        #expect(early.status == 0, "\(early.stderr)")
+        #expect(early.stdout.contains("up to sequence \(first)"), "\(early.stdout)")
+        #expect(try ToolRunner.run(["dump", root.path + "/early", "Tutor"]).stdout.split(separator: "\n").count == 1)
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let atTime = try ToolRunner.run(["restore", archive, root.path + "/at", "--at", formatter.string(from: between), "--json"])
+        #expect(atTime.status == 0, "\(atTime.stderr)")
+        #expect(atTime.jsonObject["sequence"] as? Int == Int(first))
+        #expect(try ToolRunner.run(["verify", root.path + "/at"]).status == 0)
+
+        #expect(try ToolRunner.run(["restore", archive, root.path + "/x", "--at", "yesterday"]).status == 64)
+        let tooEarly = try ToolRunner.run(["restore", archive, root.path + "/y", "--at", "2001-01-01T00:00:00Z"])
+        #expect(tooEarly.status == 2)
+        #expect(tooEarly.stderr.contains("no commit at or before"), "\(tooEarly.stderr)")
+        let notAnArchive = try ToolRunner.run(["restore", root.path, root.path + "/z"])
+        #expect(notAnArchive.status == 2)
+        #expect(notAnArchive.stderr.contains("neither a backup"), "\(notAnArchive.stderr)")
+    }
+
     @Test func statsReportsTheStoreLifetimeCounters() throws {
         let dir = TemporaryDirectory()
         try Self.makeShop(dir.path)

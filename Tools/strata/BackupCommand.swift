@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import StrataStorage
 
 /// `strata backup STORE DEST`: a backup of a store no process is writing. Read-only on STORE.
@@ -44,40 +45,108 @@ struct BackupCommand: ParsableCommand {
     }
 }
 
-/// `strata restore BACKUP DEST`: a store of a backup's state, after checking the backup.
+/// `strata restore SOURCE DEST`: a store of a backup's state, or of an archive's state at a
+/// commit, after checking it.
 struct RestoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
-        abstract: "Restore a backup into an empty directory, after checking every checksum of it.",
+        abstract: "Restore a backup, or an archive at a point in time, into an empty directory.",
         discussion: """
-        A damaged backup is reported (exit status 2, naming the file) and nothing is written.
-        Segments are copied (--link hard-links them instead). DEST must be missing or empty, or
-        hold an interrupted restore. The backup is left as it was.
+        SOURCE is a backup directory (from `strata backup` or `Store.backup`) or a continuous
+        archive directory (`StoreOptions.archive` with a `DirectoryArchiveTarget`). A backup is
+        checked (every checksum) before anything is written; segments are copied (--link
+        hard-links them). An archive is restored as of its last commit, the last commit at or
+        before --sequence N, or the last commit made at or before --at TIME (ISO 8601, e.g.
+        2026-12-01T10:00:00Z), and the store written is checked. A damaged or incomplete source
+        is reported (exit status 2, naming the file) unless --stop-at-damage asks for the last
+        commit before the damage. DEST must be missing or empty, or hold an interrupted restore.
+        SOURCE is only read.
 
         Examples:
           strata restore /backups/shop /tmp/shop-restored
-          strata restore /backups/shop /tmp/shop-restored --json
+          strata restore /archive/shop /tmp/shop-at-ten --at 2026-12-01T10:00:00Z
+          strata restore /archive/shop /tmp/shop-before --sequence 120000 --json
         """)
 
-    @Argument(help: "The backup directory (written by `strata backup` or `Store.backup`).")
-    var backup: String
+    @Argument(help: "The backup or archive directory.")
+    var source: String
 
     @Argument(help: "The directory to restore into.")
     var destination: String
 
-    @Flag(help: "Hard-link segments instead of copying them.")
+    @Option(help: "Restore an archive as of the last commit with at most this sequence number.")
+    var sequence: UInt64?
+
+    @Option(help: "Restore an archive as of the last commit made at or before this ISO 8601 time.")
+    var at: String?
+
+    @Flag(name: .customLong("stop-at-damage"), help: "Restore an archive up to the last commit before damage instead of failing.")
+    var stopAtDamage = false
+
+    @Flag(help: "Hard-link a backup's segments instead of copying them.")
     var link = false
 
     @Flag(help: "Write machine-readable JSON instead of text.")
     var json = false
 
+    func validate() throws {
+        if sequence != nil && at != nil { throw ValidationError("give --sequence or --at, not both") }
+        if let at, Self.parseTime(at) == nil { throw ValidationError("--at \(at) is not an ISO 8601 time such as 2026-12-01T10:00:00Z") }
+    }
+
+    static func parseTime(_ text: String) -> Date? {
+        let plain = ISO8601DateFormatter()
+        let fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return fractional.date(from: text) ?? plain.date(from: text)
+    }
+
     func run() throws {
-        try reportingFailures(directory: backup) {
-            try checkStoreDirectory(backup)
-            let report = try runWithProgress(label: "restoring", json: json, linksFiles: link) { options in
-                try Engine.restoreBackup(at: backup, toDirectoryPath: destination, options: options)
+        try reportingFailures(directory: source) {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw ToolFailure(message: "no such directory: \(source)")
             }
-            printReport(report, verb: "restored", to: destination, json: json)
+            if FileManager.default.fileExists(atPath: (source as NSString).appendingPathComponent("CURRENT")) {
+                if sequence != nil || at != nil || stopAtDamage {
+                    throw ToolFailure(message: "\(source) is a backup, which holds one state: --sequence, --at and --stop-at-damage apply to archives")
+                }
+                let report = try runWithProgress(label: "restoring", json: json, linksFiles: link) { options in
+                    try Engine.restoreBackup(at: source, toDirectoryPath: destination, options: options)
+                }
+                printReport(report, verb: "restored", to: destination, json: json)
+                return
+            }
+            let point: ArchivePoint = if let sequence { .sequence(sequence) }
+                else if let at, let date = Self.parseTime(at) { .time(secondsSince1970: date.timeIntervalSince1970) }
+                else { .latest }
+            var options = ArchiveRestoreOptions()
+            options.stopsAtDamage = stopAtDamage
+            let report: ArchiveRestoreReport
+            do {
+                report = try Engine.restoreArchive(from: DirectoryArchiveTarget(path: source), toDirectoryPath: destination, at: point, options: options)
+            } catch StorageError.notAStore {
+                throw ToolFailure(message: "\(source) is neither a backup (no CURRENT file) nor an archive (no state in it)")
+            } catch let StorageError.destinationInUse(path, reason) {
+                throw ToolFailure(message: "\(path) cannot be used: \(reason)")
+            } catch let StorageError.invalidOption(_, reason) {
+                throw ToolFailure(message: "\(source): \(reason)")
+            }
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            let time = report.commitTime.map { formatter.string(from: Date(timeIntervalSince1970: $0)) }
+            if json {
+                print(JSONValue.object([
+                    ("destination", .string(destination)), ("sequence", .uint(report.sequence)),
+                    ("commitTime", time.map { .string($0) } ?? .null), ("generation", .string(String(report.generation, radix: 16))),
+                    ("segments", .int(Int64(report.segments))), ("logBytes", .uint(report.logBytes)),
+                    ("stoppedAt", report.stoppedAt.map { .string($0) } ?? .null), ("seconds", .double(report.seconds)),
+                ]).text)
+            } else {
+                print("restored to \(destination) up to sequence \(report.sequence)\(time.map { " (committed \($0))" } ?? "") in \(HumanReadable.seconds(report.seconds))")
+                print("\(report.segments) segments, \(HumanReadable.bytes(report.logBytes)) of log replayed")
+                if let stopped = report.stoppedAt { print("stopped before damage at \(stopped)") }
+            }
         }
     }
 }

@@ -149,46 +149,6 @@ public final class Store: @unchecked Sendable {
         do { return try engine.compact() } catch { throw StrataError(error) }
     }
 
-    /// Writes a backup of the store into the directory at `path` while other threads keep
-    /// reading and writing: a complete store, which opens with ``init(directoryPath:options:)``
-    /// (where it is, or copied anywhere) and holds every transaction committed before the call
-    /// and none begun after it returned.
-    ///
-    /// The store's segments are hard-linked when `path` is on the same file system (set
-    /// ``BackupOptions/linksFiles`` to `false` for copies that share no disk blocks) and copied
-    /// otherwise. Backing up again into the same directory copies only what changed since, and
-    /// replaces the earlier backup only once the new one is complete: a crash or a cancellation
-    /// leaves the earlier backup (or, for a first backup, a directory that does not open as a
-    /// store). A directory that holds anything else, or a backup opened and changed since, is
-    /// refused with ``StorageError/destinationInUse(path:reason:)``.
-    ///
-    /// ```swift
-    /// var options = BackupOptions()
-    /// options.progress = { p in print("\(p.bytesDone)/\(p.bytesTotal) bytes"); return true }
-    /// let report = try store.backup(toDirectoryPath: "/backups/shop", options: options)
-    /// print("backed up to sequence \(report.sequence)")
-    /// ```
-    @discardableResult
-    public func backup(toDirectoryPath path: String, options: BackupOptions = BackupOptions()) throws(StrataError) -> BackupReport {
-        try checkOpen()
-        do { return try engine.backup(toDirectoryPath: path, options: options) } catch { throw StrataError(error) }
-    }
-
-    /// Restores the backup at `backupPath` (written by ``backup(toDirectoryPath:options:)``)
-    /// into the missing or empty directory `path`, after checking every checksum of the backup:
-    /// a damaged backup throws, naming the file, and writes nothing. Open the result with
-    /// ``init(directoryPath:options:)``.
-    ///
-    /// ```swift
-    /// try Store.restoreBackup(at: "/backups/shop", toDirectoryPath: "/data/shop")
-    /// let store = try Store(directoryPath: "/data/shop")
-    /// ```
-    @discardableResult
-    public static func restoreBackup(at backupPath: String, toDirectoryPath path: String,
-                                     options: BackupOptions = BackupOptions()) throws(StrataError) -> BackupReport {
-        do { return try Engine.restoreBackup(at: backupPath, toDirectoryPath: path, options: options) } catch { throw StrataError(error) }
-    }
-
     /// What the store has read since it was opened.
     public func statistics() -> StoreStatistics { counters.snapshot }
 

@@ -27,6 +27,18 @@ public struct StoreOptions: Sendable {
     /// Engine tuning (memtable and cache sizes, compression, file system). Its durability,
     /// read-only flag and key spaces are set from the store's.
     public var engine = EngineOptions()
+    /// A continuous archive of the store, for point-in-time restore with
+    /// ``Store/restoreArchive(from:toDirectoryPath:at:options:)`` (the same as `engine.archive`).
+    ///
+    /// ```swift
+    /// var options = StoreOptions()
+    /// options.archive = ArchiveOptions(target: DirectoryArchiveTarget(path: "/archive/shop"))
+    /// let store = try Store(directoryPath: "/data/shop", options: options)
+    /// ```
+    public var archive: ArchiveOptions? {
+        get { engine.archive }
+        set { engine.archive = newValue }
+    }
     /// Called while the store builds or drops a secondary index: when a type gains or loses
     /// `@Index`/`@Unique` on an existing store, at the first ``Store/box(for:)`` of that type.
     /// Called from that thread, after each chunk of objects, and once at the end.
@@ -69,3 +81,18 @@ public typealias BackupReport = StrataStorage.BackupReport
 
 /// How far a backup has come, passed to ``BackupOptions/progress``.
 public typealias BackupProgress = StrataStorage.BackupProgress
+
+/// A continuous archive for point-in-time restore (``StoreOptions/archive``).
+public typealias ArchiveOptions = StrataStorage.ArchiveOptions
+/// Where an archive is written: a directory (``DirectoryArchiveTarget``), or your own backend.
+public typealias ArchiveTarget = StrataStorage.ArchiveTarget
+/// An archive kept as files in one directory.
+public typealias DirectoryArchiveTarget = StrataStorage.DirectoryArchiveTarget
+/// How far back an archive keeps the store's history.
+public typealias ArchiveRetention = StrataStorage.ArchiveRetention
+/// How far the archive has come (``Store/archiveStatus()``).
+public typealias ArchiveStatus = StrataStorage.ArchiveStatus
+/// How a restore from an archive treats damage.
+public typealias ArchiveRestoreOptions = StrataStorage.ArchiveRestoreOptions
+/// What a restore from an archive rebuilt.
+public typealias ArchiveRestoreReport = StrataStorage.ArchiveRestoreReport
