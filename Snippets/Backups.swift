@@ -1,4 +1,5 @@
-// Backups: a complete copy of a store while it runs, incremental, restored after a check.
+// Backups: a complete copy of a store while it runs, incremental, restored after a check;
+// a continuous archive, restored as of any moment.
 import Foundation
 import Strata
 
@@ -13,6 +14,7 @@ final class Invoice {
 let root = FileManager.default.temporaryDirectory.appendingPathComponent("strata-snippet-backups-\(getpid())").path
 defer { try? FileManager.default.removeItem(atPath: root) }
 let path = root + "/books", backupPath = root + "/backup", restoredPath = root + "/restored"
+let archivePath = root + "/archive", pastPath = root + "/past"
 // snippet.show
 let store = try Store(directoryPath: path)
 let invoices = store.box(for: Invoice.self)
@@ -44,6 +46,20 @@ try Store.restoreBackup(at: backupPath, toDirectoryPath: restoredPath)
 let restored = try Store(directoryPath: restoredPath)
 let count = try restored.box(for: Invoice.self).count()
 print("restored \(count) invoices")
+
+// A continuous archive: the log shipped about every second, in the background.
+var archived = StoreOptions()
+archived.archive = ArchiveOptions(target: DirectoryArchiveTarget(path: archivePath))
+let books = try Store(directoryPath: path, options: archived)
+let before = Date()
+let mistake = try books.box(for: Invoice.self).removeAll()     // oops
+try books.archiveNow()                                        // or wait a second
+books.close()
+// The store as it was just before the mistake.
+try Store.restoreArchive(from: DirectoryArchiveTarget(path: archivePath), toDirectoryPath: pastPath, at: before)
+let past = try Store(directoryPath: pastPath)
+print("removed \(mistake); the archive still has \(try past.box(for: Invoice.self).count())")
 // snippet.hide
-guard count == 101, second.sequence > first.sequence else { fatalError("Backups: unexpected result") }
+guard count == 101, second.sequence > first.sequence, try past.box(for: Invoice.self).count() == 101 else { fatalError("Backups: unexpected result") }
 restored.close()
+past.close()

@@ -59,6 +59,9 @@ struct ArchivedState: Equatable {
     var sequence: UInt64
     var keySpaces: [KeySpace]
     var segments: [SegmentMeta]
+    /// The store's last commit when the state was taken, and when: a point a restore "at" a
+    /// time may land on (the opening state of a generation has no commit of its own).
+    var committed = ArchivedLogPiece.CommitTime(sequence: 0, micros: 0)
 
     var objectName: String { ArchiveObject.state(generation: generation, sequence: sequence, serial: serial).name }
 
@@ -77,6 +80,8 @@ struct ArchivedState: Equatable {
         w.appendFixed64(serial)
         w.appendFixed64(UInt64(bitPattern: micros))
         w.appendLengthPrefixed(edit.encode())
+        w.appendFixed64(committed.sequence)
+        w.appendFixed64(UInt64(bitPattern: committed.micros))
         w.appendFixed32(w.bytes.withUnsafeBytes { Checksum.mask(Checksum.crc32c($0)) })
         return w.bytes
     }
@@ -84,7 +89,7 @@ struct ArchivedState: Equatable {
     /// Decodes an archived state; a damaged one throws corruption naming `name`.
     static func decode(_ bytes: [UInt8], name: String) throws -> ArchivedState {
         func damaged(_ reason: String) -> StorageError { .corruption(file: name, offset: 0, reason: reason) }
-        guard bytes.count >= 36 else { throw damaged("archived state is too short") }
+        guard bytes.count >= 52 else { throw damaged("archived state is too short") }
         return try bytes.withUnsafeBytes { raw throws -> ArchivedState in
             let body = UnsafeRawBufferPointer(rebasing: raw[..<(raw.count - 4)])
             guard Checksum.mask(Checksum.crc32c(body)) == loadFixed32(raw, raw.count - 4) else { throw damaged("archived state checksum mismatch") }
@@ -92,7 +97,8 @@ struct ArchivedState: Equatable {
             guard r.readFixed32() == magic else { throw damaged("not an archived state (bad magic)") }
             guard r.readFixed32() == version else { throw damaged("archived state of an unknown version") }
             guard let generation = r.readFixed64(), let serial = r.readFixed64(), let micros = r.readFixed64(),
-                  let editBytes = r.readLengthPrefixed(), r.isAtEnd,
+                  let editBytes = r.readLengthPrefixed(), let committedSequence = r.readFixed64(),
+                  let committedMicros = r.readFixed64(), r.isAtEnd,
                   let edit = VersionEdit.decode(editBytes),
                   let formatVersion = edit.formatVersion, let logNumber = edit.logNumber,
                   let nextFileNumber = edit.nextFileNumber, let sequence = edit.lastSequence
@@ -108,7 +114,8 @@ struct ArchivedState: Equatable {
             }
             return ArchivedState(generation: generation, serial: serial, micros: Int64(bitPattern: micros), formatVersion: formatVersion,
                                  logNumber: logNumber, nextFileNumber: nextFileNumber, sequence: sequence,
-                                 keySpaces: edit.addedKeySpaces, segments: edit.addedSegments)
+                                 keySpaces: edit.addedKeySpaces, segments: edit.addedSegments,
+                                 committed: .init(sequence: committedSequence, micros: Int64(bitPattern: committedMicros)))
         }
     }
 }

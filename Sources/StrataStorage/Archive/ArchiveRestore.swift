@@ -128,9 +128,10 @@ extension Engine {
             let limit = Int64((seconds * 1e6).rounded(.down))
             var best: (g: ArchivedGeneration, time: ArchivedLogPiece.CommitTime)?
             for g in generations.values where !g.states.isEmpty {
-                for log in g.logs { for t in log.times where t.micros <= limit && t.sequence <= g.reachable {
+                // Commit times, and the points states were taken at (an open's has no commit).
+                for t in g.logs.flatMap(\.times) + g.states.map(\.committed) where t.micros <= limit && t.sequence <= g.reachable {
                     if best == nil || (t.micros, t.sequence) > (best!.time.micros, best!.time.sequence) { best = (g, t) }
-                } }
+                }
             }
             guard let best else {
                 throw StorageError.invalidOption(name: "time", reason: "the archive holds no commit at or before \(seconds) seconds since 1970")
