@@ -11,6 +11,11 @@ import Strata
 /// - incremental: after 1% more orders, a backup into the directory of the full one (SQLite
 ///   has no incremental backup: a full one again);
 /// - restore: the backup back into an empty directory (Strata checks every checksum first).
+///
+/// Then the cost of a continuous archive (`StoreOptions.archive`, a directory on the same disk)
+/// on commits: the graph's order inserts (transactions of 1,000) and 20,000 single-object
+/// commits, with and without an archive, alternating; and the restore of the latest commit
+/// from the archive.
 enum BackupBench {
     struct Sample {
         var seconds: [String: Double] = [:]
@@ -21,10 +26,12 @@ enum BackupBench {
 
     static func run(sizes: GraphData.Sizes, reps: Int) throws {
         let data = GraphData(sizes: sizes)
-        var strata: [Sample] = [], grdb: [Sample] = []
+        var strata: [Sample] = [], grdb: [Sample] = [], plain: [Sample] = [], archived: [Sample] = []
         for _ in 0..<reps {
             strata.append(try strataRun(data))
             grdb.append(try grdbRun(data))
+            plain.append(try commitRun(data, archive: false))
+            archived.append(try commitRun(data, archive: true))
         }
         print("backup of the graph store (\(sizes.customers) customers, \(sizes.orders) orders, \(sizes.students) students), \(reps) repetition(s), medians; release build")
         print("phase         strata ms   strata MB copied   grdb ms   grdb MB   grdb/strata")
@@ -37,6 +44,48 @@ enum BackupBench {
             let gmb = gb.isEmpty ? Double.nan : Double(gb.sorted()[gb.count / 2]) / 1e6
             print(phase.padding(toLength: 12, withPad: " ", startingAt: 0) + String(format: "%10.1f %18.1f %9.1f %9.1f %12.2f", s, sb, gms, gmb, gms / s))
         }
+        print("")
+        print("continuous archive: commits with and without it (medians, ms)")
+        print("phase               no archive   archive   cost")
+        for phase in ["insert-orders", "single-commits"] {
+            let off = median(plain.compactMap { $0.seconds[phase] }) * 1000, on = median(archived.compactMap { $0.seconds[phase] }) * 1000
+            print(phase.padding(toLength: 18, withPad: " ", startingAt: 0) + String(format: "%11.1f %9.1f %+6.1f%%", off, on, (on / off - 1) * 100))
+        }
+        let restore = median(archived.compactMap { $0.seconds["archive-restore"] }) * 1000
+        let mb = Double(archived.compactMap { $0.bytes["archive-put"] }.sorted()[archived.count / 2]) / 1e6
+        print(String(format: "archive written: %.1f MB; restore of the latest commit: %.1f ms", mb, restore))
+    }
+
+    /// Order inserts and single commits on a fresh graph store, with or without an archive; with
+    /// one, then the restore of the latest commit from it.
+    private static func commitRun(_ data: GraphData, archive: Bool) throws -> Sample {
+        let dir = temporary("commit"), archiveDir = temporary("archive"), restored = temporary("archive-restored")
+        defer { for d in [dir, archiveDir, restored] { try? FileManager.default.removeItem(atPath: d) } }
+        var options = BenchDurability.current.strataOptions
+        if archive { options.archive = ArchiveOptions(target: DirectoryArchiveTarget(path: archiveDir)) }
+        let store = try Store(directoryPath: dir, options: options)
+        defer { store.close() }
+        let graph = try StrataGraph(directory: dir, store: store)
+        try graph.insertCustomers(data)
+        var sample = Sample()
+        sample.seconds["insert-orders"] = try timed { try graph.insertOrders(data) }
+        let orders = store.box(for: GOrder.self)
+        sample.seconds["single-commits"] = try timed {
+            for i in 0..<20_000 {
+                let o = GOrder()
+                o.summary = data.orderSummary[i]
+                o.amount = data.orderAmount[i]
+                try orders.put(o)
+            }
+        }
+        if archive {
+            try store.archiveNow()
+            sample.bytes["archive-put"] = store.archiveStatus()?.bytesPut
+            sample.seconds["archive-restore"] = try timed {
+                try Store.restoreArchive(from: DirectoryArchiveTarget(path: archiveDir), toDirectoryPath: restored)
+            }
+        }
+        return sample
     }
 
     private static func temporary(_ name: String) -> String {

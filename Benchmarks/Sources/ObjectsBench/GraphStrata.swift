@@ -38,8 +38,13 @@ struct StrataGraph: GraphSystem {
     var store: Store
 
     init(directory: String) throws {
+        try self.init(directory: directory, store: try Store(directoryPath: directory, options: BenchDurability.current.strataOptions))
+    }
+
+    /// Over a store the caller opened (with options of its own: an archive, say).
+    init(directory: String, store: Store) throws {
         self.directory = directory
-        store = try Store(directoryPath: directory, options: BenchDurability.current.strataOptions)
+        self.store = store
         // Like GRDB's CREATE TABLE in its init, untimed: register the entities (catalog
         // records, index key space).
         _ = store.box(for: GCustomer.self)
