@@ -28,6 +28,12 @@ public struct StoredObject: Sendable, Equatable {
     /// In the order of ``StoredEntity/properties``.
     public var values: [(name: String, value: StoredValue)]
 
+    /// An object to put with ``Store/putStoredObjects(_:of:)``.
+    public init(id: Id, values: [(name: String, value: StoredValue)]) {
+        self.id = id
+        self.values = values
+    }
+
     public static func == (a: StoredObject, b: StoredObject) -> Bool {
         a.id == b.id && a.values.elementsEqual(b.values) { $0.name == $1.name && $0.value == $1.value }
     }

@@ -54,6 +54,9 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
     case unknownEntity(String)
     /// The transaction was rolled back because code inside it (a nested transaction) threw.
     case transactionAborted(reason: String)
+    /// A value given without the entity's Swift type (``Store/putStoredObjects(_:of:)``) does
+    /// not fit the stored schema: an unknown property, a wrong type, a number out of range.
+    case invalidValue(entity: String, id: Id, property: String, reason: String)
     /// The storage engine failed: I/O, a lock held by another process, damaged files.
     case storage(StorageError)
 
@@ -78,6 +81,7 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
             "\(entity).\(property) is indexed and a value of \(size) bytes is over the index key limit of \(limit)"
         case let .invalidIndex(entity, property, reason): "\(entity).\(property) cannot have that index: \(reason)"
         case let .invalidQuery(reason): "invalid query: \(reason)"
+        case let .invalidValue(entity, id, property, reason): "\(entity) \(id): \(property): \(reason)"
         case let .notUnique(entity): "more than one \(entity) matches a query expected to find at most one"
         case let .unknownEntity(name): "the store holds no entity named \"\(name)\""
         case let .unsupportedFormatVersion(found, supported):
