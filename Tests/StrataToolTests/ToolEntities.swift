@@ -47,3 +47,14 @@ final class Tutor {
 
     init(name: String) { self.name = name }
 }
+
+/// A tree: a category's parent may come later in a dump than the category.
+@Entity
+final class ShopCategory {
+    var id: Id = 0
+    var name = ""
+    var parent: ToOne<ShopCategory> = nil
+    @Backlink(\ShopCategory.parent) var children: ToMany<ShopCategory> = nil
+
+    init(name: String) { self.name = name }
+}

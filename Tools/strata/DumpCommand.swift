@@ -9,10 +9,12 @@ struct DumpCommand: ParsableCommand {
         abstract: "Write objects, or the edges of one relation, as JSON Lines.",
         discussion: """
         One object per line: its id and every stored property; a ToOne as the target's id (or
-        null), a ToMany as the list of target ids in its order. Dates are ISO 8601 strings,
+        null), a ToMany as the list of target ids in its order. Dates are ISO 8601 strings (to
+        the millisecond),
         bytes base64, NaN and infinities the strings "NaN", "Infinity", "-Infinity". With
         --edges, one line per edge: {"source":…,"target":…} (and "position" for a ToMany).
-        Opens the store read-only. The output is JSON Lines whether or not --json is given.
+        Opens the store read-only. The output is JSON Lines whether or not --json is given;
+        `strata load` reads it back.
 
         Examples:
           strata dump /tmp/shop Customer
@@ -97,11 +99,29 @@ struct DumpCommand: ParsableCommand {
         case let .uint(u): .uint(u)
         case let .double(d): .double(d)
         case let .string(s): .string(s)
-        case let .date(d): .string(d.formatted(.iso8601))
+        case let .date(d): .string(formatDate(d))
         case let .bytes(b): .string(Data(b).base64EncodedString())
         case let .toOne(id): id.map { .uint($0) } ?? .null
         case let .toMany(ids): .array(ids.map { .uint($0) })
         }
+    }
+}
+
+extension DumpCommand {
+    /// ISO 8601, with milliseconds when the date has a fraction of a second (what `load` reads
+    /// back; finer fractions round to the millisecond).
+    static func formatDate(_ d: Date) -> String {
+        let whole = d.timeIntervalSince1970.rounded(.down) == d.timeIntervalSince1970
+        if whole { return d.formatted(.iso8601) }
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f.string(from: d)
+    }
+
+    static func parseDate(_ text: String) -> Date? {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f.date(from: text) ?? ISO8601DateFormatter().date(from: text)
     }
 }
 

@@ -1,13 +1,13 @@
 import ArgumentParser
 
 /// `strata`: the store tool. Every subcommand works on a store directory through Strata's public
-/// API; all but `demo` and `compact` open it read-only and never change it (`backup` and
-/// `restore` write only their destination).
+/// API; all but `demo`, `compact` and `load` open it read-only and never change it (`backup`
+/// and `restore` write only their destination).
 @main
 struct StrataCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "strata",
-        abstract: "Inspect, verify, compact, dump, back up and restore Strata stores; run the demo.",
+        abstract: "Inspect, verify, compact, dump, load, back up and restore Strata stores; run the demo.",
         discussion: """
         Examples:
           strata demo /tmp/shop                 build the example graphs, traverse, reopen
@@ -16,6 +16,7 @@ struct StrataCommand: ParsableCommand {
           strata compact /tmp/shop              full compaction with a progress bar
           strata dump /tmp/shop Order --limit 5 objects as JSON Lines
           strata dump /tmp/shop --edges Order.customer
+          strata load /tmp/copy Order o.jsonl   dump's JSON Lines put back
           strata stats /tmp/shop --json         engine counters, machine-readable
           strata backup /tmp/shop /backups/shop a backup (incremental into an earlier one)
           strata restore /backups/shop /tmp/new check a backup and restore it
@@ -25,7 +26,7 @@ struct StrataCommand: ParsableCommand {
         file); 64 bad command line.
         """,
         subcommands: [DemoCommand.self, InspectCommand.self, VerifyCommand.self, CompactCommand.self,
-                      DumpCommand.self, StatsCommand.self, BackupCommand.self, RestoreCommand.self]
+                      DumpCommand.self, LoadCommand.self, StatsCommand.self, BackupCommand.self, RestoreCommand.self]
     )
 }
 

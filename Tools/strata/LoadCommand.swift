@@ -1,0 +1,237 @@
+import ArgumentParser
+import Foundation
+import Strata
+
+/// `strata load DIR ENTITY FILE`: the JSON Lines of `strata dump` put back into a store.
+struct LoadCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "load",
+        abstract: "Put the objects of one entity from JSON Lines (as `strata dump` writes them) into a store.",
+        discussion: """
+        Each line is one object: its id and stored properties, in the form `strata dump` writes
+        (a ToOne as the target's id or null, a ToMany as the list of target ids, dates as ISO
+        8601, bytes as base64, NaN and infinities as strings). Objects keep their ids: a new id
+        is inserted, a stored one replaced. The store must already hold the entity (opened once
+        by the app), and every line is checked against its schema before anything is written:
+        an unknown property, a wrong type or a number out of range names the line. Objects are
+        put in transactions of --batch lines, with progress on standard error; relations to
+        another entity need that entity's objects loaded first (load Customer before Order),
+        relations within the entity are set once all its objects are in. `strata dump` of the
+        loaded store gives the same lines. Needs the store to itself (no other process may have
+        it open).
+
+        Examples:
+          strata dump /tmp/shop Customer > customers.jsonl
+          strata load /tmp/shop-copy Customer customers.jsonl
+          strata load /tmp/shop-copy Order orders.jsonl --batch 5000 --json
+        """)
+
+    @OptionGroup var store: StoreArguments
+
+    @Argument(help: "The entity the lines hold (see `strata inspect`).")
+    var entity: String
+
+    @Argument(help: "The JSON Lines file.")
+    var file: String
+
+    @Option(help: "Objects per transaction.")
+    var batch = 1000
+
+    func validate() throws {
+        if batch < 1 { throw ValidationError("--batch must be 1 or more") }
+    }
+
+    func run() throws {
+        try reportingFailures(directory: store.directory) {
+            try checkStoreDirectory(store.directory)
+            guard FileManager.default.fileExists(atPath: file) else { throw ToolFailure(message: "no such file: \(file)") }
+            let objects = try Store(directoryPath: store.directory)
+            defer { objects.close() }
+            guard let schema = try objects.storedEntities().first(where: { $0.name == entity }) else {
+                throw ToolFailure(message: "\(store.directory) has no entity \"\(entity)\"; entities: \(try objects.storedEntities().map(\.name).joined(separator: ", "))")
+            }
+            let parser = DumpLineParser(entity: schema)
+            let start = Date()
+            let size = UInt64((try FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.uint64Value ?? 0)
+            // Every line is read and checked before the first write.
+            var lines = 0
+            try forEachLine { number, line in
+                _ = try parser.parse(line, number: number)
+                lines += 1
+            }
+            let selfRelations = Set(schema.properties.filter { $0.relationTarget == entity }.map(\.name))
+            let passes = selfRelations.isEmpty ? 1 : 2
+            let display = store.json ? nil : ProgressDisplay(label: "loading")
+            var done: UInt64 = 0
+            for pass in 1...passes {
+                var pending: [StoredObject] = []
+                func flush() throws {
+                    guard !pending.isEmpty else { return }
+                    try objects.putStoredObjects(pending, of: entity)
+                    pending.removeAll(keepingCapacity: true)
+                }
+                try forEachLine { number, line in
+                    var object = try parser.parse(line, number: number)
+                    if pass == 1 && passes == 2 {
+                        // Relations within the entity may name objects later in the file:
+                        // set in the second pass, once every object is in.
+                        object.values.removeAll { selfRelations.contains($0.name) }
+                    }
+                    pending.append(object)
+                    done += UInt64(line.utf8.count + 1)
+                    if pending.count >= batch {
+                        try flush()
+                        display?.update(done: done, total: size * UInt64(passes), seconds: Date().timeIntervalSince(start))
+                    }
+                }
+                try flush()
+            }
+            display?.update(done: size * UInt64(passes), total: size * UInt64(passes), seconds: Date().timeIntervalSince(start))
+            display?.finish()
+            let seconds = Date().timeIntervalSince(start)
+            if store.json {
+                print(JSONValue.object([("entity", .string(entity)), ("objects", .int(Int64(lines))), ("seconds", .double(seconds))]).text)
+            } else {
+                print("loaded \(lines) \(entity) objects from \(file) in \(HumanReadable.seconds(seconds))")
+            }
+        }
+    }
+
+    /// Calls `body` with each non-empty line of the file and its number (from 1), reading the
+    /// file in pieces (a dump can be gigabytes).
+    private func forEachLine(_ body: (Int, String) throws -> Void) throws {
+        guard let handle = FileHandle(forReadingAtPath: file) else { throw ToolFailure(message: "cannot read \(file)") }
+        defer { try? handle.close() }
+        var buffer = Data()
+        var number = 0
+        func emit(_ bytes: Data) throws {
+            number += 1
+            guard !bytes.isEmpty else { return }
+            guard let line = String(data: bytes, encoding: .utf8) else {
+                throw ToolFailure(message: "\(file):\(number): not UTF-8")
+            }
+            try body(number, line)
+        }
+        while true {
+            let chunk = handle.readData(ofLength: 1 << 20)
+            if chunk.isEmpty { break }
+            buffer.append(chunk)
+            var start = buffer.startIndex
+            while let newline = buffer[start...].firstIndex(of: 0x0A) {
+                try emit(buffer[start..<newline])
+                start = buffer.index(after: newline)
+            }
+            buffer = Data(buffer[start...])
+        }
+        if !buffer.isEmpty { try emit(buffer) }
+    }
+}
+
+/// Reads one line of `strata dump` output as a ``StoredObject`` of a known entity, with each
+/// value read as its stored type (integers exactly, up to `UInt64.max`).
+struct DumpLineParser: Sendable {
+    enum Kind: Sendable { case bool, signed, unsigned, real, string, date, bytes, toOne, toMany }
+
+    let entity: String
+    let kinds: [String: Kind]
+    let order: [String]
+
+    init(entity: StoredEntity) {
+        self.entity = entity.name
+        var kinds: [String: Kind] = [:]
+        for p in entity.properties {
+            let base = p.type.hasSuffix("?") ? String(p.type.dropLast()) : p.type
+            kinds[p.name] = switch base {
+            case "Bool": .bool
+            case "Int8", "Int16", "Int32", "Int64": .signed
+            case "UInt8", "UInt16", "UInt32", "UInt64": .unsigned
+            case "Float", "Double": .real
+            case "String": .string
+            case "Date": .date
+            case _ where base.hasPrefix("ToOne"): .toOne
+            case _ where base.hasPrefix("ToMany"): .toMany
+            default: .bytes
+            }
+        }
+        self.kinds = kinds
+        order = entity.properties.map(\.name)
+    }
+
+    func parse(_ line: String, number: Int) throws -> StoredObject {
+        let decoder = JSONDecoder()
+        decoder.userInfo[Line.parserKey] = self
+        do {
+            let parsed = try decoder.decode(Line.self, from: Data(line.utf8))
+            let values = order.compactMap { name in parsed.values[name].map { (name, $0) } }
+            return StoredObject(id: parsed.id, values: values)
+        } catch let failure as ToolFailure {
+            throw ToolFailure(message: "line \(number): \(failure.message)")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context),
+                let DecodingError.dataCorrupted(context) {
+            let key = context.codingPath.first?.stringValue
+            throw ToolFailure(message: "line \(number)\(key.map { ": \($0)" } ?? ""): \(context.debugDescription)")
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw ToolFailure(message: "line \(number): no \"\(key.stringValue)\"")
+        }
+    }
+
+    /// One decoded line.
+    private struct Line: Decodable {
+        static let parserKey = CodingUserInfoKey(rawValue: "strata.dumpLineParser")!
+        var id: UInt64
+        var values: [String: StoredValue] = [:]
+
+        struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        init(from decoder: Decoder) throws {
+            let parser = decoder.userInfo[Self.parserKey] as! DumpLineParser
+            let c = try decoder.container(keyedBy: Key.self)
+            id = try c.decode(UInt64.self, forKey: Key(stringValue: "id"))
+            guard id != 0 else { throw ToolFailure(message: "id 0 is never a stored id") }
+            for key in c.allKeys where key.stringValue != "id" {
+                guard let kind = parser.kinds[key.stringValue] else {
+                    throw ToolFailure(message: "\(parser.entity) has no property \"\(key.stringValue)\"")
+                }
+                if try c.decodeNil(forKey: key) {
+                    values[key.stringValue] = kind == .toOne ? .toOne(nil) : .null
+                    continue
+                }
+                values[key.stringValue] = try Self.value(kind, c, key)
+            }
+        }
+
+        private static func value(_ kind: Kind, _ c: KeyedDecodingContainer<Key>, _ key: Key) throws -> StoredValue {
+            switch kind {
+            case .bool: return .bool(try c.decode(Bool.self, forKey: key))
+            case .signed: return .int(try c.decode(Int64.self, forKey: key))
+            case .unsigned: return .uint(try c.decode(UInt64.self, forKey: key))
+            case .real:
+                if let d = try? c.decode(Double.self, forKey: key) { return .double(d) }
+                switch try c.decode(String.self, forKey: key) {
+                case "NaN": return .double(.nan)
+                case "Infinity": return .double(.infinity)
+                case "-Infinity": return .double(-.infinity)
+                case let other: throw ToolFailure(message: "\(key.stringValue): \"\(other)\" is not a number")
+                }
+            case .string: return .string(try c.decode(String.self, forKey: key))
+            case .date:
+                let text = try c.decode(String.self, forKey: key)
+                guard let date = DumpCommand.parseDate(text) else {
+                    throw ToolFailure(message: "\(key.stringValue): \"\(text)\" is not an ISO 8601 date")
+                }
+                return .date(date)
+            case .bytes:
+                let text = try c.decode(String.self, forKey: key)
+                guard let data = Data(base64Encoded: text) else { throw ToolFailure(message: "\(key.stringValue): not base64") }
+                return .bytes(Array(data))
+            case .toOne: return .toOne(try c.decode(UInt64.self, forKey: key))
+            case .toMany: return .toMany(try c.decode([UInt64].self, forKey: key))
+            }
+        }
+    }
+}
