@@ -286,9 +286,11 @@ import Testing
     }
 
     /// The machine stops at every operation of a backup (first into an empty directory, then
-    /// into an earlier backup) and loses what was not synced: the store reopens whole, and the
+    /// into an earlier backup) and loses what was not synced (a power cut), or the process is
+    /// killed there (everything written stays): the store reopens whole, and the
     /// destination opens as the earlier backup, as the new one, or (a first backup) not at all.
-    @Test func powerCutAtEveryStepOfABackup() throws {
+    @Test(arguments: [InMemoryFileSystem.CrashPolicy.dropUnsynced, .keepEverything])
+    func crashAtEveryStepOfABackup(_ policy: InMemoryFileSystem.CrashPolicy) throws {
         for incremental in [false, true] {
             var point = 0
             while true {
@@ -307,7 +309,7 @@ import Testing
                 fs.injectFault(.init(afterOperations: point, error: .io(operation: "power cut", path: "", errno: 5), haltsEverything: true))
                 let finished = (try? e.backup(toDirectoryPath: "/backup")) != nil
                 e.close()
-                memory.simulateCrash(.dropUnsynced)
+                memory.simulateCrash(policy)
                 #expect(try Self.contents(ofStoreAt: "/db", fileSystem: memory) == expected, "store after a cut at \(point)")
                 let found = try? Self.contents(ofStoreAt: "/backup", fileSystem: memory)
                 if finished {

@@ -229,7 +229,7 @@ extension Engine {
         guard fileSystem.directoryExists(path) else { return }
         let names = try fileSystem.listDirectory(path)
         let interrupted = names.contains(BackupMarker.fileName) && !names.contains(FormatConstants.currentFileName)
-        if !interrupted, let other = names.sorted().first(where: { $0 != FormatConstants.lockFileName }) {
+        if !interrupted, let other = names.sorted().first(where: { !BackupMarker.isLeftOfAnEmptyDestination($0) }) {
             throw StorageError.destinationInUse(path: path, reason: "a restore needs an empty directory (it holds \(other))")
         }
     }

@@ -17,6 +17,12 @@ struct BackupMarker: Equatable {
     static let version: UInt32 = 1
     static let encodedBytes = 8 + 4 + 2 * (8 + 4) + 8 + 4
 
+    /// Whether a file named `name` may be in a directory nothing was written to yet: its lock,
+    /// or the marker a first backup was writing when it was interrupted.
+    static func isLeftOfAnEmptyDestination(_ name: String) -> Bool {
+        name == FormatConstants.lockFileName || name == fileName + FormatConstants.tempSuffix
+    }
+
     /// nil while the first backup into the directory is being written.
     var current: Manifest?
     var previous: Manifest?

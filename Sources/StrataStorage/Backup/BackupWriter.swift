@@ -154,7 +154,9 @@ struct BackupWriter {
             }
         }
         guard names.contains(BackupMarker.fileName) else {
-            if let other = names.sorted().first(where: { $0 != FormatConstants.lockFileName }) {
+            // `LOCK`, and a marker that was being written when a first backup was interrupted,
+            // are all an empty destination may hold.
+            if let other = names.sorted().first(where: { !BackupMarker.isLeftOfAnEmptyDestination($0) }) {
                 throw StorageError.destinationInUse(path: destination, reason: "it is not empty and holds no Strata backup (it holds \(other))")
             }
             return prior

@@ -110,14 +110,7 @@ extension Engine {
     @discardableResult
     public static func restoreBackup(at backupPath: String, toDirectoryPath path: String, options: BackupOptions = BackupOptions(),
                                      fileSystem: any FileSystem = PosixFileSystem()) throws -> BackupReport {
-        if fileSystem.directoryExists(path) {
-            let names = try fileSystem.listDirectory(path)
-            // An interrupted restore (a backup without CURRENT) is finished over; nothing else.
-            let interrupted = names.contains(BackupMarker.fileName) && !names.contains(FormatConstants.currentFileName)
-            if !interrupted, let other = names.sorted().first(where: { $0 != FormatConstants.lockFileName }) {
-                throw StorageError.destinationInUse(path: path, reason: "a restore needs an empty directory (it holds \(other))")
-            }
-        }
+        try checkRestoreDestination(path, fileSystem: fileSystem)
         let verification = try verify(directory: backupPath, fileSystem: fileSystem)
         if let p = verification.problems.first {
             throw StorageError.corruption(file: p.file, offset: p.offset, reason: p.reason)
