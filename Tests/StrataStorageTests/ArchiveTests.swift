@@ -197,6 +197,37 @@ import Testing
         #expect(try Self.contents(ofStoreAt: restored.path) == model)
     }
 
+    /// Flushes before the archiver's first shipment replace its pending state: the state the
+    /// generation opened with must still go out, or the commits before the first flush could
+    /// not be restored (found under load by the crash test).
+    @Test func theOpeningStateIsShippedEvenWhenLaterOnesCameFirst() throws {
+        final class SlowStart: ArchiveTarget {
+            let wrapped: any ArchiveTarget
+            let gate = DispatchSemaphore(value: 0)
+            let opened = Atomic<Bool>(false)
+            init(_ wrapped: any ArchiveTarget) { self.wrapped = wrapped }
+            func put(_ name: String, _ bytes: [UInt8]) throws { try wrapped.put(name, bytes) }
+            func get(_ name: String) throws -> [UInt8] { try wrapped.get(name) }
+            func list() throws -> [String] {
+                if !opened.exchange(true, ordering: .relaxed) { gate.wait() }
+                return try wrapped.list()
+            }
+            func delete(_ name: String) throws { try wrapped.delete(name) }
+        }
+        let dir = TemporaryDirectory(), archive = TemporaryDirectory(), root = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: root.path, withIntermediateDirectories: true)
+        let target = SlowStart(DirectoryArchiveTarget(path: archive.path))
+        let e = try Engine.open(directory: dir.path, options: Self.archived(target))
+        var model: [String: String] = [:], history: [UInt64: [String: String]] = [0: [:]]
+        try Self.workload(e, commits: 60, seed: 8, model: &model, history: &history, flushEvery: 10)
+        target.gate.signal()
+        try e.archiveNow()
+        e.close()
+        let first = try #require(history.keys.sorted().dropFirst().first)
+        try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/first", at: .sequence(first))
+        #expect(try Self.contents(ofStoreAt: root.path + "/first") == history[first])
+    }
+
     @Test func aDamagedArchiveIsNamedOrRestoredUpToTheDamage() throws {
         let dir = TemporaryDirectory(), archive = TemporaryDirectory(), root = TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: root.path, withIntermediateDirectories: true)

@@ -201,7 +201,9 @@ extension Engine {
         edit.logNumber = state.logNumber
         edit.nextFileNumber = highest + 1
         edit.lastSequence = max(state.sequence, sequence)
-        edit.addedKeySpaces = state.keySpaces
+        // Key spaces are only ever added, with fixed ids, and a record may use one created
+        // after the state: the generation's newest state lists them all.
+        edit.addedKeySpaces = g.states.max(by: { $0.serial < $1.serial })?.keySpaces ?? state.keySpaces
         edit.addedSegments = state.segments
         try VersionSet.writeManifest(edit, number: highest, fileSystem: fileSystem, directory: path).close()
         try VersionSet.replaceCurrent(manifestNumber: highest, fileSystem: fileSystem, directory: path)

@@ -31,6 +31,9 @@ final class Archiver: @unchecked Sendable {
 
     private let lock = ConditionLock()
     // Guarded by `lock`.
+    /// The state the generation opened with: always shipped (a restore of a commit made before
+    /// the next state starts from it), while of later states only the newest is.
+    private var openingState: (version: Version, state: ArchivedState)?
     private var pendingState: (version: Version, state: ArchivedState)?
     private var logs: [UInt64: PendingLog] = [:]
     private var stopping = false
@@ -56,7 +59,7 @@ final class Archiver: @unchecked Sendable {
         self.generation = generation
         status = ArchiveStatus(archivedSequence: 0, latestSequence: sequence, pendingLogBytes: 0, consecutiveFailures: 0,
                                lastError: nil, objectsPut: 0, bytesPut: 0)
-        pendingState = state
+        openingState = state
         wakeRequested = true   // the base state goes out at once
         for (i, w) in wals.enumerated() {
             // The replayed logs are whole; the active one holds what recovery put in it.
@@ -138,7 +141,7 @@ final class Archiver: @unchecked Sendable {
         let startRound = roundsCompleted
         wakeRequested = true
         lock.broadcast()
-        while !(roundsCompleted > startRound && status.archivedSequence >= sequence && pendingState == nil) {
+        while !(roundsCompleted > startRound && status.archivedSequence >= sequence && pendingState == nil && openingState == nil) {
             if stopping { throw StorageError.closed }
             if roundsCompleted > startRound, status.consecutiveFailures > 0, let e = status.lastError {
                 throw StorageError.io(operation: "archive: \(e)", path: directory, errno: 0)
@@ -165,15 +168,15 @@ final class Archiver: @unchecked Sendable {
     private func run() {
         var failures = 0
         while true {
-            let (state, snapshot, finishing): ((Version, ArchivedState)?, [UInt64: PendingLog], Bool) = lock.withLock {
+            let (states, snapshot, finishing): ([(Version, ArchivedState)], [UInt64: PendingLog], Bool) = lock.withLock {
                 let wait = failures == 0 ? options.interval : min(30, options.interval * Double(1 << min(failures, 10)))
                 if !stopping && !wakeRequested { lock.wait(timeoutSeconds: wait) }
                 wakeRequested = false
-                return (pendingState, logs, stopping)
+                return ([openingState, pendingState].compactMap { $0 }, logs, stopping)
             }
             if finishing && failures > 0 { break }
             do {
-                try shipRound(state: state, logs: snapshot)
+                try shipRound(states: states, logs: snapshot)
                 failures = 0
                 lock.withLock {
                     status.consecutiveFailures = 0
@@ -203,7 +206,7 @@ final class Archiver: @unchecked Sendable {
         }
     }
 
-    private func shipRound(state: (Version, ArchivedState)?, logs snapshot: [UInt64: PendingLog]) throws {
+    private func shipRound(states: [(Version, ArchivedState)], logs snapshot: [UInt64: PendingLog]) throws {
         if !listed {
             // Segments are shared by generations: one an earlier open shipped is not shipped again.
             for name in try options.target.list() {
@@ -211,7 +214,7 @@ final class Archiver: @unchecked Sendable {
             }
             listed = true
         }
-        if let (version, archived) = state {
+        for (version, archived) in states {
             try withExtendedLifetime(version) {
                 for meta in archived.segments where !shippedSegments.contains(meta.fileNumber) {
                     let path = joinPath(directory, Recovery.segmentName(meta.fileNumber))
@@ -225,7 +228,10 @@ final class Archiver: @unchecked Sendable {
             s.micros = Self.nowMicros()
             try put(s.objectName, s.encode())
             serial += 1
-            lock.withLock { if pendingState?.version === version { pendingState = nil } }
+            lock.withLock {
+                if openingState?.version === version { openingState = nil }
+                if pendingState?.version === version { pendingState = nil }
+            }
             try applyRetention()
         }
         // Logs in number order, each from where the last piece ended.
