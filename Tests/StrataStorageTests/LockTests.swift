@@ -103,7 +103,10 @@ import Testing
                                    "setpriv (util-linux) is needed to drop privileges")
         guard getuid() == 0 else { return }   // not root: chmod-style protection would already apply
         let dir = TemporaryDirectory()
-        let writer = try Engine.open(directory: dir.path)
+        // Shared on purpose: others may read (files are the owner's alone by default).
+        var shared = EngineOptions()
+        shared.fileSystem = PosixFileSystem(fileMode: 0o644, directoryMode: 0o755)
+        let writer = try Engine.open(directory: dir.path, options: shared)
         try writer.put("k", "v", in: writer.defaultKeySpace)
         writer.close()
         // The helper must be able to reach the directory and execute the binary.
@@ -137,5 +140,22 @@ import Testing
         // The store is untouched and opens normally for its owner.
         let e = try Engine.open(directory: dir.path)
         e.close()
+
+        // With the default modes another user cannot read the store at all.
+        let privateDir = TemporaryDirectory()
+        let owner = try Engine.open(directory: privateDir.path)
+        try owner.put("k", "v", in: owner.defaultKeySpace)
+        owner.close()
+        let outsider = Process()
+        outsider.executableURL = URL(fileURLWithPath: setpriv)
+        outsider.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", binary, "read", privateDir.path]
+        let outsiderOut = Pipe()
+        outsider.standardOutput = outsiderOut
+        outsider.standardError = Pipe()
+        try outsider.run()
+        let leaked = String(decoding: outsiderOut.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        outsider.waitUntilExit()
+        #expect(outsider.terminationStatus != 0)
+        #expect(!leaked.hasPrefix("keys"), "another user read the store: \(leaked)")
     }
 }

@@ -157,3 +157,29 @@ import Testing
         #expect(throws: StrataError.storage(.notAStore(path: dir.path))) { try Store(directoryPath: dir.path, options: options) }
     }
 }
+
+/// `StoreOptions.fileMode`/`directoryMode`: the owner alone by default, or what the app asks.
+@Suite struct StorePermissionTests {
+    static func mode(_ path: String) throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue ?? -1
+    }
+
+    @Test func filesAreTheOwnersAloneUnlessAskedOtherwise() throws {
+        let root = TemporaryDirectory()
+        let own = root.path + "/own", shared = root.path + "/shared"
+        let store = try Store(directoryPath: own)
+        try store.box(for: Note.self).put(Note(text: "private"))
+        store.close()
+        #expect(try Self.mode(own) == 0o700)
+        for name in try FileManager.default.contentsOfDirectory(atPath: own) { #expect(try Self.mode(own + "/" + name) == 0o600, "\(name)") }
+        var options = StoreOptions()
+        options.fileMode = 0o640
+        options.directoryMode = 0o750
+        #expect(options.fileMode == 0o640)
+        let other = try Store(directoryPath: shared, options: options)
+        try other.box(for: Note.self).put(Note(text: "team"))
+        other.close()
+        #expect(try Self.mode(shared) == 0o750)
+        for name in try FileManager.default.contentsOfDirectory(atPath: shared) { #expect(try Self.mode(shared + "/" + name) == 0o640, "\(name)") }
+    }
+}

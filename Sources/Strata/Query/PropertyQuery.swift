@@ -135,75 +135,73 @@ public struct PropertyQuery<T: Entity, V: PersistableValue> {
 }
 
 extension PropertyQuery where V: Comparable {
-    /// The smallest non-nil value, or nil when there is none.
+    /// The smallest non-nil value, or nil when there is none: the first value of
+    /// `ordered(by:)` on the property. Strings compare by their UTF-8 bytes (Unicode scalar
+    /// order), as orderings and indexes do.
     public func min() throws(StrataError) -> V? {
         var best: V?
-        try forEachValue { v in if best.map({ v < $0 }) ?? true { best = v } }
+        try forEachValue { v in if best.map({ StoredOrder.precedes(v, $0) }) ?? true { best = v } }
         return best
     }
 
-    /// The largest non-nil value, or nil when there is none.
+    /// The largest non-nil value, or nil when there is none: the last value of `ordered(by:)`.
     public func max() throws(StrataError) -> V? {
         var best: V?
-        try forEachValue { v in if best.map({ v > $0 }) ?? true { best = v } }
+        try forEachValue { v in if best.map({ StoredOrder.precedes($0, v) }) ?? true { best = v } }
         return best
     }
 }
 
 extension PropertyQuery where V: BinaryInteger {
     /// The sum of the non-nil values; throws ``StrataError/invalidQuery(reason:)`` when it does
-    /// not fit in an `Int64` (never a trap).
+    /// not fit in an `Int64` (never a trap). The values are added exactly (in 128 bits), so the
+    /// answer does not depend on the order they are visited in: `[Int.max, 1, -1]` sums to
+    /// `Int.max` in any order.
     public func sum() throws(StrataError) -> Int64 {
-        var total: Int64 = 0
-        let name = name
-        try forEachField { view throws(StrataError) in
-            let x: Int64
-            switch view {
-            case let .int(v): x = v
-            case let .uint(v):
-                guard let fits = Int64(exactly: v) else { throw .invalidQuery(reason: "a value of \(name) does not fit in Int64 for a sum") }
-                x = fits
-            default: return
-            }
-            let (s, overflow) = total.addingReportingOverflow(x)
-            guard !overflow else { throw .invalidQuery(reason: "the sum of \(name) overflows Int64") }
-            total = s
-        }
-        return total
-    }
-
-    /// The mean of the non-nil values, or nil when there is none.
-    public func average() throws(StrataError) -> Double? {
-        var total = 0.0, n = 0
+        var total = ExactSum()
         try forEachField { view in
             switch view {
-            case let .int(v): total += Double(v)
-            case let .uint(v): total += Double(v)
+            case let .int(v): total.add(v)
+            case let .uint(v): total.add(v)
+            default: return
+            }
+        }
+        guard let result = total.int64 else { throw .invalidQuery(reason: "the sum of \(name) overflows Int64") }
+        return result
+    }
+
+    /// The mean of the non-nil values, or nil when there is none (from their exact sum).
+    public func average() throws(StrataError) -> Double? {
+        var total = ExactSum(), n = 0
+        try forEachField { view in
+            switch view {
+            case let .int(v): total.add(v)
+            case let .uint(v): total.add(v)
             default: return
             }
             n += 1
         }
-        return n == 0 ? nil : total / Double(n)
+        return n == 0 ? nil : total.double / Double(n)
     }
 }
 
 extension PropertyQuery where V: BinaryFloatingPoint {
     /// The sum of the non-nil values.
     public func sum() throws(StrataError) -> Double {
-        var total = 0.0
-        try forEachField { view in if case let .double(v) = view { total += v } }
-        return total
+        var total = ExactFloatingSum()
+        try forEachField { view in if case let .double(v) = view { total.add(v) } }
+        return total.value
     }
 
     /// The mean of the non-nil values, or nil when there is none.
     public func average() throws(StrataError) -> Double? {
-        var total = 0.0, n = 0
+        var total = ExactFloatingSum(), n = 0
         try forEachField { view in
             guard case let .double(v) = view else { return }
-            total += v
+            total.add(v)
             n += 1
         }
-        return n == 0 ? nil : total / Double(n)
+        return n == 0 ? nil : total.value / Double(n)
     }
 }
 
@@ -244,5 +242,106 @@ struct FieldDecoder<V: PersistableValue> {
             }
             return nil
         }
+    }
+}
+
+/// A sum of 64-bit integers kept exactly in 128 bits (high word, low word): up to 2^63 values
+/// never overflow it, so a sum that fits in `Int64` is found whatever the order of the values.
+struct ExactSum {
+    private var high: Int64 = 0
+    private var low: UInt64 = 0
+
+    mutating func add(_ x: Int64) {
+        let (l, carry) = low.addingReportingOverflow(UInt64(bitPattern: x))
+        low = l
+        high &+= (carry ? 1 : 0) &+ (x < 0 ? -1 : 0)
+    }
+
+    mutating func add(_ x: UInt64) {
+        let (l, carry) = low.addingReportingOverflow(x)
+        low = l
+        high &+= carry ? 1 : 0
+    }
+
+    /// The sum, rounded to a `Double`.
+    var double: Double {
+        if let exact = int64 { return Double(exact) }
+        // Beyond Int64: high · 2^64 + low, with the low word taken as signed so that the two
+        // terms do not cancel (a negative sum has high = -1 and a low word near 2^64).
+        let signedLow = Int64(bitPattern: low)
+        return Double(high &+ (signedLow < 0 ? 1 : 0)) * 18_446_744_073_709_551_616.0 + Double(signedLow)
+    }
+
+    /// The sum, when it fits in an `Int64`.
+    var int64: Int64? {
+        let value = Int64(bitPattern: low)
+        return high == (value < 0 ? -1 : 0) ? value : nil
+    }
+}
+
+/// The order of stored values that orderings, indexes and `min()`/`max()` share: strings by
+/// their UTF-8 bytes, every other type by its own `<`.
+enum StoredOrder {
+    static func precedes<V: Comparable>(_ a: V, _ b: V) -> Bool {
+        if let a = a as? String, let b = b as? String { return a.utf8.lexicographicallyPrecedes(b.utf8) }
+        return a < b
+    }
+}
+
+/// A sum of `Double`s kept exactly, as non-overlapping partial sums (Shewchuk's algorithm, as
+/// Python's `math.fsum`), and rounded once at the end: the result is the correctly rounded sum,
+/// the same in any order of the values. NaN, or infinities of both signs, give NaN.
+struct ExactFloatingSum {
+    private var partials: [Double] = []
+    private var special = 0.0
+    private var hasSpecial = false
+
+    mutating func add(_ value: Double) {
+        guard value.isFinite else {
+            special = hasSpecial ? special + value : value
+            hasSpecial = true
+            return
+        }
+        var x = value
+        var i = 0
+        for j in partials.indices {
+            var y = partials[j]
+            if abs(x) < abs(y) { swap(&x, &y) }
+            let hi = x + y
+            let lo = y - (hi - x)
+            if lo != 0 {
+                partials[i] = lo
+                i += 1
+            }
+            x = hi
+        }
+        if !x.isFinite {
+            // The partial sums overflowed: the sum is that infinity.
+            special = hasSpecial ? special + x : x
+            hasSpecial = true
+            partials.removeAll()
+            return
+        }
+        partials.removeSubrange(i...)
+        partials.append(x)
+    }
+
+    var value: Double {
+        if hasSpecial { return special }
+        guard var n = partials.indices.last else { return 0 }
+        var hi = partials[n], lo = 0.0
+        while n > 0 {
+            n -= 1
+            let x = hi, y = partials[n]
+            hi = x + y
+            lo = y - (hi - x)
+            if lo != 0 { break }
+        }
+        // Round half to even across the partials below, as the exact sum would be rounded.
+        if n > 0 && ((lo < 0 && partials[n - 1] < 0) || (lo > 0 && partials[n - 1] > 0)) {
+            let y = lo * 2, x = hi + y
+            if y == x - hi { hi = x }
+        }
+        return hi
     }
 }

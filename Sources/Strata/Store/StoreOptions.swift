@@ -27,6 +27,34 @@ public struct StoreOptions: Sendable {
     /// Engine tuning (memtable and cache sizes, compression, file system). Its durability,
     /// read-only flag and key spaces are set from the store's.
     public var engine = EngineOptions()
+    /// Permission bits of the files the store creates: `0o600` (the owner alone) by default,
+    /// so that no other local user can read the app's data. For the default file system
+    /// (``PosixFileSystem``); a custom ``EngineOptions/fileSystem`` decides its own.
+    ///
+    /// ```swift
+    /// var options = StoreOptions()
+    /// options.fileMode = 0o640          // the group may read the files too
+    /// options.directoryMode = 0o750
+    /// ```
+    public var fileMode: Int {
+        get { (engine.fileSystem as? PosixFileSystem)?.fileMode ?? 0o600 }
+        set {
+            guard var fs = engine.fileSystem as? PosixFileSystem else { return }
+            fs.fileMode = newValue & 0o7777
+            engine.fileSystem = fs
+        }
+    }
+
+    /// Permission bits of the directories the store creates: `0o700` by default.
+    public var directoryMode: Int {
+        get { (engine.fileSystem as? PosixFileSystem)?.directoryMode ?? 0o700 }
+        set {
+            guard var fs = engine.fileSystem as? PosixFileSystem else { return }
+            fs.directoryMode = newValue & 0o7777
+            engine.fileSystem = fs
+        }
+    }
+
     /// A continuous archive of the store, for point-in-time restore with
     /// ``Store/restoreArchive(from:toDirectoryPath:at:options:)`` (the same as `engine.archive`).
     ///

@@ -272,6 +272,10 @@ extension Engine {
                     scheduleFlush()
                     throw e
                 }
+                // A flush that failed, and whose error `flush()` already reported, is retried
+                // here: nothing else would run it, and this writer would wait forever (found
+                // by the manifest-fault test: the second `flush()` hung).
+                if !flushRunning { scheduleFlush() }
                 stats.writeStalls.add(1, ordering: .relaxed)
                 commitLock.wait()
                 continue

@@ -34,13 +34,17 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
         public var tornBytes: Int
         /// When false the fault fires once; when true every later matching operation fails too.
         public var sticky: Bool
+        /// When not sticky: how many matching operations in a row fail before the fault clears
+        /// (2: an append fails, then the truncation that would take it back).
+        public var times: Int
         /// When true, once the fault fires every later operation of any kind fails: the
         /// "machine" stopped there (crash-point tests then simulate the crash on the wrapped
         /// file system).
         public var haltsEverything: Bool
 
         public init(afterOperations: Int, operations: Set<Operation> = Set(Operation.allCases),
-                    error: StorageError, tornBytes: Int = 0, sticky: Bool = false, haltsEverything: Bool = false) {
+                    error: StorageError, tornBytes: Int = 0, sticky: Bool = false, haltsEverything: Bool = false, times: Int = 1) {
+            self.times = max(1, times)
             self.afterOperations = afterOperations
             self.operations = operations
             self.error = error
@@ -55,6 +59,8 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
         /// Matching operations that succeeded since the fault was armed.
         var matched = 0
         var operations = 0
+        /// Times the armed fault fired.
+        var fired = 0
     }
 
     /// The file system faults are injected into.
@@ -77,6 +83,7 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
         state.withLock {
             $0.fault = fault
             $0.matched = 0
+            $0.fired = 0
         }
     }
 
@@ -92,7 +99,8 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
             if fault.haltsEverything {
                 s.fault = Fault(afterOperations: 0, operations: Set(Operation.allCases), error: fault.error, sticky: true)
             } else if !fault.sticky {
-                s.fault = nil
+                s.fired += 1
+                if s.fired >= fault.times { s.fault = nil }
             }
             return fault
         }

@@ -29,16 +29,23 @@ public struct PosixFileSystem: FileSystem {
     /// options.engine.fileSystem = PosixFileSystem(mapsSegments: false)
     /// ```
     public var mapsSegments: Bool
+    /// Permission bits of the files the store creates: owner read and write only by default,
+    /// so that no other local user can read an app's data (the process's umask still applies).
+    public var fileMode: Int
+    /// Permission bits of the directories the store creates (the store's and its parents').
+    public var directoryMode: Int
 
-    public init(mapsSegments: Bool = true) {
+    public init(mapsSegments: Bool = true, fileMode: Int = 0o600, directoryMode: Int = 0o700) {
         self.mapsSegments = mapsSegments
+        self.fileMode = fileMode & 0o7777
+        self.directoryMode = directoryMode & 0o7777
     }
 
     public func createDirectory(_ path: String) throws {
         var prefix = path.hasPrefix("/") ? "/" : ""
         for part in path.split(separator: "/") {
             prefix += part
-            if mkdir(prefix, 0o755) != 0, errno != EEXIST {
+            if mkdir(prefix, mode_t(directoryMode)) != 0, errno != EEXIST {
                 throw posixError("mkdir", prefix)
             }
             prefix += "/"
@@ -72,7 +79,7 @@ public struct PosixFileSystem: FileSystem {
         // O_NOFOLLOW: a symlink planted where the store writes (CURRENT.tmp, a segment) must
         // not make it overwrite someone else's file.
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (truncate ? O_TRUNC : O_APPEND)
-        let fd = open(path, flags, 0o644)
+        let fd = open(path, flags, mode_t(fileMode))
         guard fd >= 0 else { throw posixError("open", path) }
         var st = stat()
         guard fstat(fd, &st) == 0 else {
@@ -88,20 +95,27 @@ public struct PosixFileSystem: FileSystem {
     /// page that the disk cannot back would end the process with SIGBUS.
     public func openLog(_ path: String) throws -> any WritableFile {
         #if os(Linux)
-        try PosixMappedLogFile(path: path)
+        try PosixMappedLogFile(path: path, mode: mode_t(fileMode))
         #else
         try openWritable(path, truncate: true)
         #endif
     }
 
     public func openReadable(_ path: String) throws -> any ReadableFile {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: a FIFO or device planted under a store file's name must fail the open,
+        // not hang it (a FIFO's open blocks until a writer comes); O_NOFOLLOW: never read a
+        // file outside the store through a symlink. Only regular files are read.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else { throw posixError("open", path) }
         var st = stat()
         guard fstat(fd, &st) == 0 else {
             let e = posixError("fstat", path)
             _ = systemClose(fd)
             throw e
+        }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            _ = systemClose(fd)
+            throw StorageError.io(operation: "open (not a regular file)", path: path, errno: EINVAL)
         }
         return PosixReadableFile(fd: fd, path: path, size: UInt64(st.st_size))
     }
@@ -136,7 +150,7 @@ public struct PosixFileSystem: FileSystem {
 
     public func lockFile(_ path: String, shared: Bool) throws -> any FileLock {
         // O_NOFOLLOW: LOCK is never followed out of the store directory.
-        let fd = shared ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        let fd = shared ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode_t(fileMode))
         guard fd >= 0 else { throw posixError("open", path) }
         // flock locks belong to the open file description, so a second open in this same
         // process conflicts too, not only another process (unlike fcntl locks).

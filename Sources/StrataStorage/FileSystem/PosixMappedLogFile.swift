@@ -48,8 +48,8 @@ final class PosixMappedLogFile: WritableFile {
     private var isClosed = false
 
     /// Creates or empties the file at `path`.
-    init(path: String) throws {
-        let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
+    init(path: String, mode: mode_t = 0o600) throws {
+        let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)
         guard fd >= 0 else { throw posixError("open", path) }
         self.fd = fd
         self.path = path

@@ -353,7 +353,16 @@ final class VersionSet: @unchecked Sendable {
         let next = try current.applying(e, open: openReader)
         let payload = e.encode()
         let before = manifest.size
-        try payload.withUnsafeBytes { try manifest.addRecord($0) }
+        do {
+            try payload.withUnsafeBytes { try manifest.addRecord($0) }
+        } catch {
+            // A partial record that could not be cut back: a later record after it would be
+            // unreachable (recovery stops at the partial one), so no edit may follow.
+            if manifest.endIsUnknown {
+                unknownState = .writesStopped(reason: "a manifest record could not be taken back after a failed write: \(error)")
+            }
+            throw error
+        }
         do {
             try manifest.sync()
         } catch {

@@ -140,11 +140,15 @@ final class LogWriter {
             try bytes.withUnsafeBytes { try file.append($0) }
         } catch {
             markFramed = false
-            try? file.truncate(to: before)
+            do { try file.truncate(to: before) } catch { endIsUnknown = true }
             throw error
         }
         recordAppended()
     }
+
+    /// Set when a failed append could not be cut back: part of a record may end the file, and
+    /// nothing may be appended after it (a reader stops at the partial record).
+    private(set) var endIsUnknown = false
 
     /// Makes every appended byte durable; the next WAL record carries the new durable offset.
     func sync() throws {

@@ -1,0 +1,96 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import StrataStorage
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Holes a reviewer found (issue 41): who may read a store's files, a FIFO planted under a
+/// store file's name, a manifest append whose cut-back fails.
+@Suite struct TrustRound3Tests {
+    static func mode(_ path: String) -> Int {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return -1 }
+        return Int(st.st_mode) & 0o777
+    }
+
+    @Test func filesAreTheOwnersAloneByDefault() throws {
+        let root = TemporaryDirectory()
+        let dir = root.path + "/nested/store"
+        let e = try Engine.open(directory: dir, options: .testing())
+        try e.put("k", "v", in: e.defaultKeySpace)
+        try e.flush()
+        e.close()
+        let saved = umask(0o022)
+        defer { umask(saved) }
+        #expect(Self.mode(root.path + "/nested") == 0o700)
+        #expect(Self.mode(dir) == 0o700)
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir)
+        #expect(names.contains { $0.hasSuffix(".seg") } && names.contains { $0.hasSuffix(".wal") })
+        for name in names { #expect(Self.mode(dir + "/" + name) == 0o600, "\(name)") }
+        // A chosen mode: readable by the group.
+        let shared = root.path + "/shared"
+        var o = EngineOptions.testing()
+        o.fileSystem = PosixFileSystem(fileMode: 0o640, directoryMode: 0o750)
+        let s = try Engine.open(directory: shared, options: o)
+        try s.put("k", "v", in: s.defaultKeySpace)
+        s.close()
+        #expect(Self.mode(shared) == 0o750)
+        for name in try FileManager.default.contentsOfDirectory(atPath: shared) { #expect(Self.mode(shared + "/" + name) == 0o640, "\(name)") }
+    }
+
+    /// A FIFO named like a log used to hang the open forever (a FIFO's open waits for a writer).
+    @Test func aFifoUnderALogNameFailsTheOpenInsteadOfHangingIt() throws {
+        let dir = TemporaryDirectory()
+        let e = try Engine.open(directory: dir.path, options: .testing())
+        try e.put("k", "v", in: e.defaultKeySpace)
+        e.close()
+        let wal = try #require(try FileManager.default.contentsOfDirectory(atPath: dir.path).first { $0.hasSuffix(".wal") })
+        try FileManager.default.removeItem(atPath: dir.path + "/" + wal)
+        #expect(mkfifo(dir.path + "/" + wal, 0o600) == 0)
+        let outcome = LockedValue<Result<Void, any Error>?>(nil)
+        let path = dir.path
+        Thread.detachNewThread {
+            let r = Result { try Engine.open(directory: path, options: .testing()).close() }
+            outcome.withLock { $0 = r }
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while outcome.withLock({ $0 }) == nil && Date() < deadline { usleep(10_000) }
+        let result = try #require(outcome.withLock { $0 }, "the open still hangs after 20 s")
+        #expect(throws: StorageError.self) { try result.get() }
+    }
+
+    /// A manifest append fails after writing part of its record, and so does the truncation
+    /// that would take it back: no later edit may follow the partial record (recovery would stop
+    /// there and lose it, and the store would no longer open).
+    @Test func aManifestRecordThatCannotBeTakenBackStopsLaterEdits() throws {
+        var reachedManifest = false
+        for n in 0..<40 {
+            let memory = InMemoryFileSystem()
+            let fs = FaultInjectingFileSystem(wrapping: memory)
+            var o = EngineOptions.testing(fs, memtableBytes: 1 << 20)
+            o.durability = .sync
+            let e = try Engine.open(directory: "/db", options: o)
+            var acknowledged: [String] = []
+            for i in 0..<20 {
+                try e.put("a\(i)", "v", in: e.defaultKeySpace)
+                acknowledged.append("a\(i)")
+            }
+            fs.injectFault(.init(afterOperations: n, operations: [.write], error: .io(operation: "write", path: "", errno: 5),
+                                 tornBytes: 7, times: 2))
+            let flushed = (try? e.flush()) != nil
+            // The fault is spent: later work either goes through or is refused.
+            for i in 0..<20 {
+                if (try? e.put("b\(i)", "v", in: e.defaultKeySpace)) != nil { acknowledged.append("b\(i)") }
+            }
+            _ = try? e.flush()
+            if !flushed, (try? e.put("c", "v", in: e.defaultKeySpace)) == nil { reachedManifest = true }
+            e.close()
+            let again = try Engine.open(directory: "/db", options: .testing(memory))
+            for k in acknowledged { #expect(try again.getString(k, in: again.defaultKeySpace) == "v", "fault after \(n) writes: \(k)") }
+            again.close()
+        }
+        #expect(reachedManifest)
+    }
+}
