@@ -8,7 +8,7 @@ import Foundation
 /// Date, Data, `[UInt8]`, and optionals of them. `RawRepresentable` enums over these are stored
 /// through their raw values without conforming. Strata provides every conformance; the
 /// requirements are the codec's and not meant to be implemented elsewhere.
-public protocol PersistableValue {
+public protocol PersistableValue: SendableMetatype {
     static var _strataPropertyType: PropertyType { get }
     static var _strataIsOptional: Bool { get }
     func _strataWrite(to writer: inout ObjectWriter, id: UInt32)

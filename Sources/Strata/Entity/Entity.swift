@@ -14,7 +14,7 @@ public typealias Id = UInt64
 ///     @Transient var scratch = 0   // not stored
 /// }
 /// ```
-public protocol Entity {
+public protocol Entity: SendableMetatype {
     /// The object's id; 0 until it is first put.
     var id: Id { get set }
     /// The name the store knows the entity by (generated).
