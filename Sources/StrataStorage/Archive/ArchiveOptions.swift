@@ -4,8 +4,8 @@
 /// commit the archive holds (point-in-time restore).
 ///
 /// Commits never wait for the archive: a background thread ships the log written since its last
-/// shipment every ``interval`` seconds, and a flush's or compaction's new segments as they
-/// appear. A failing target is retried (backing off up to 30 s) and reported by
+/// shipment every ``interval`` seconds, and the store's state (new segments, the manifest) at
+/// most every ``stateInterval`` seconds. A failing target is retried (backing off up to 30 s) and reported by
 /// ``Engine/archiveStatus()``; meanwhile the store keeps the log files the archive still lacks.
 ///
 /// ```swift
@@ -18,6 +18,13 @@ public struct ArchiveOptions: Sendable {
     /// Seconds between shipments of the log: how far the archive lags the store at most, when
     /// the target keeps up.
     public var interval: Double = 1
+    /// Seconds between shipments of the store's state (its live segments and manifest), at
+    /// most: a state is where a restore starts to replay the log from. The log in between is
+    /// shipped every ``interval`` all the same, so any commit can be restored; fewer states
+    /// ship fewer short-lived segments (a flush's output that a compaction soon replaces),
+    /// which is most of what an archive costs a busy store. ``Engine/archiveNow(timeout:)`` and
+    /// a close ship the latest state at once.
+    public var stateInterval: Double = 60
     /// Which states of the store the archive keeps, and so how far back a restore can go.
     public var retention: ArchiveRetention = .states(16)
 

@@ -40,6 +40,10 @@ final class Archiver: @unchecked Sendable {
     private var wakeRequested = false
     private var status: ArchiveStatus
     private var roundsCompleted = 0
+    /// Set by ``waitUntilArchived`` (and a close): the next round ships the latest state too.
+    private var statesForced = false
+    /// When the last state went out (monotonic seconds); -∞ before the first.
+    private var lastStateShipment = -Double.infinity
     private let done = DispatchSemaphore(value: 0)
 
     // Owned by the archiver's thread.
@@ -108,13 +112,10 @@ final class Archiver: @unchecked Sendable {
         }
     }
 
-    /// A new manifest state; `version` keeps its segment files until they are shipped.
+    /// A new manifest state; `version` keeps its segment files until they are shipped (the
+    /// newest one, at the next state shipment: ``ArchiveOptions/stateInterval``).
     func noteState(_ version: Version, _ state: ArchivedState) {
-        lock.withLock {
-            pendingState = (version, state)
-            wakeRequested = true
-            lock.broadcast()
-        }
+        lock.withLock { pendingState = (version, state) }
     }
 
     /// The lowest WAL number the archive does not have whole: the store must keep that WAL and
@@ -140,6 +141,7 @@ final class Archiver: @unchecked Sendable {
         defer { lock.unlock() }
         let startRound = roundsCompleted
         wakeRequested = true
+        statesForced = true
         lock.broadcast()
         while !(roundsCompleted > startRound && status.archivedSequence >= sequence && pendingState == nil && openingState == nil) {
             if stopping { throw StorageError.closed }
@@ -172,13 +174,19 @@ final class Archiver: @unchecked Sendable {
                 let wait = failures == 0 ? options.interval : min(30, options.interval * Double(1 << min(failures, 10)))
                 if !stopping && !wakeRequested { lock.wait(timeoutSeconds: wait) }
                 wakeRequested = false
-                return ([openingState, pendingState].compactMap { $0 }, logs, stopping)
+                // The opening state always; the latest one when it is due or asked for.
+                let due = statesForced || stopping || monotonicSeconds() - lastStateShipment >= options.stateInterval
+                return ([openingState, due ? pendingState : nil].compactMap { $0 }, logs, stopping)
             }
             if finishing && failures > 0 { break }
             do {
                 try shipRound(states: states, logs: snapshot)
                 failures = 0
                 lock.withLock {
+                    if !states.isEmpty {
+                        lastStateShipment = monotonicSeconds()
+                        if pendingState == nil { statesForced = false }
+                    }
                     status.consecutiveFailures = 0
                     status.lastError = nil
                     roundsCompleted += 1
