@@ -86,18 +86,21 @@ final class Archiver: @unchecked Sendable {
     func noteCommit(wal: UInt64, end: UInt64, sequence: UInt64) {
         let now = Self.nowMicros()
         lock.withLock {
-            var log = logs[wal] ?? PendingLog()
-            log.end = max(log.end, end)
-            log.sequence = max(log.sequence, sequence)
-            // One time per millisecond is enough for a restore "at" a time, and bounds what a
-            // busy store keeps while the target is down.
-            if let last = log.times.last, last.micros / 1000 == now / 1000 {
-                log.times[log.times.count - 1].sequence = sequence
-            } else {
-                log.times.append(.init(sequence: sequence, micros: now))
-            }
-            logs[wal] = log
+            // In place: a copy of the entry would copy its list of times at every commit.
+            Self.record(into: &logs[wal, default: PendingLog()], end: end, sequence: sequence, now: now)
             status.latestSequence = sequence
+        }
+    }
+
+    private static func record(into log: inout PendingLog, end: UInt64, sequence: UInt64, now: Int64) {
+        log.end = max(log.end, end)
+        log.sequence = max(log.sequence, sequence)
+        // One time per millisecond is enough for a restore "at" a time, and bounds what a
+        // busy store keeps while the target is down.
+        if let last = log.times.last, last.micros / 1000 == now / 1000 {
+            log.times[log.times.count - 1].sequence = sequence
+        } else {
+            log.times.append(.init(sequence: sequence, micros: now))
         }
     }
 
