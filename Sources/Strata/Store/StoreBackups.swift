@@ -2,8 +2,8 @@ import Foundation
 import StrataStorage
 
 /// Backups, continuous archives and restores: the store's files copied or shipped elsewhere
-/// (the engine does the work: ``Engine/backup(toDirectoryPath:options:)``,
-/// ``Engine/restoreArchive(from:toDirectoryPath:at:options:)``).
+/// (the engine does the work: `Engine.backup(toDirectoryPath:options:)`,
+/// `Engine.restoreArchive(from:toDirectoryPath:at:options:)`).
 extension Store {
     /// Writes a backup of the store into the directory at `path` while other threads keep
     /// reading and writing: a complete store, which opens with ``init(directoryPath:options:)``
@@ -11,12 +11,12 @@ extension Store {
     /// and none begun after it returned.
     ///
     /// The store's segments are hard-linked when `path` is on the same file system (set
-    /// ``BackupOptions/linksFiles`` to `false` for copies that share no disk blocks) and copied
+    /// `BackupOptions.linksFiles` to `false` for copies that share no disk blocks) and copied
     /// otherwise. Backing up again into the same directory copies only what changed since, and
     /// replaces the earlier backup only once the new one is complete: a crash or a cancellation
     /// leaves the earlier backup (or, for a first backup, a directory that does not open as a
     /// store). A directory that holds anything else, or a backup opened and changed since, is
-    /// refused with ``StorageError/destinationInUse(path:reason:)``.
+    /// refused with `StorageError.destinationInUse(path:reason:)`.
     ///
     /// ```swift
     /// var options = BackupOptions()
@@ -67,7 +67,7 @@ extension Store {
     /// Rebuilds a store from a continuous archive into the missing or empty directory `path`:
     /// as of the last commit the archive holds (`at: nil`), or the last commit made at or before
     /// a date. The store written is checked before this returns; a damaged archive throws,
-    /// naming the object, unless ``ArchiveRestoreOptions/stopsAtDamage`` asks for the last
+    /// naming the object, unless `ArchiveRestoreOptions.stopsAtDamage` asks for the last
     /// commit before the damage.
     ///
     /// ```swift

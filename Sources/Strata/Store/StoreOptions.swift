@@ -29,7 +29,7 @@ public struct StoreOptions: Sendable {
     public var engine = EngineOptions()
     /// Permission bits of the files the store creates: `0o600` (the owner alone) by default,
     /// so that no other local user can read the app's data. For the default file system
-    /// (``PosixFileSystem``); a custom ``EngineOptions/fileSystem`` decides its own.
+    /// (`PosixFileSystem`); a custom `EngineOptions.fileSystem` decides its own.
     ///
     /// ```swift
     /// var options = StoreOptions()
@@ -107,7 +107,7 @@ public typealias BackupOptions = StrataStorage.BackupOptions
 /// What ``Store/backup(toDirectoryPath:options:)`` wrote.
 public typealias BackupReport = StrataStorage.BackupReport
 
-/// How far a backup has come, passed to ``BackupOptions/progress``.
+/// How far a backup has come, passed to `BackupOptions.progress`.
 public typealias BackupProgress = StrataStorage.BackupProgress
 
 /// A continuous archive for point-in-time restore (``StoreOptions/archive``).
