@@ -267,7 +267,7 @@ struct EntityModel {
                            needsNoArgumentInit: hasDesignatedInit && !hasNoArgumentInit)
     }
 
-    private static func findAttribute(_ variable: VariableDeclSyntax, named name: String) -> AttributeSyntax? {
+    static func findAttribute(_ variable: VariableDeclSyntax, named name: String) -> AttributeSyntax? {
         for element in variable.attributes {
             guard let a = element.as(AttributeSyntax.self) else { continue }
             let text = a.attributeName.trimmedDescription

@@ -41,10 +41,11 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
             }
             """, expandsTo: """
             final class Customer {
+                @exclusivity(unchecked)
                 var id: Id = 0
-                @Strata._StrataDescriptor("Customer", "", "name:field:0")
+                @Strata._StrataDescriptor("Customer", "", "name:field:0") @exclusivity(unchecked)
                 var name: String = ""
-                @Strata._StrataDescriptor("Customer", "", "email:field:1") var email: String? = nil
+                @Strata._StrataDescriptor("Customer", "", "email:field:1") @exclusivity(unchecked) var email: String? = nil
                 var scratch = 0
                 var computed: Int { 1 }
                 static var shared = 0
@@ -135,19 +136,25 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
             """)
     }
 
-    @Test func aUserWrittenInitIsNeverDuplicated() {
+    /// The macro marks stored properties `@exclusivity(unchecked)`, except where the app chose the
+    /// check itself or the property has observers (whose accesses call the app's code).
+    @Test func aUserWrittenInitIsNeverDuplicatedNorTheAppsExclusivity() {
         expect("""
             @Entity
             final class Tag {
-                var id: Id = 0
-                var label: String
+                @exclusivity(checked) var id: Id = 0
+                var label: String {
+                    didSet { print(label) }
+                }
                 init(label: String = "") { self.label = label }
             }
             """, expandsTo: """
             final class Tag {
-                var id: Id = 0
+                @exclusivity(checked) var id: Id = 0
                 @Strata._StrataDescriptor("Tag", "", "label:field:0")
-                var label: String
+                var label: String {
+                    didSet { print(label) }
+                }
                 init(label: String = "") { self.label = label }
             }
 
@@ -271,12 +278,13 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
             }
             """, expandsTo: """
             final class Customer {
+                @exclusivity(unchecked)
                 var id: Id = 0
-                @Strata._StrataDescriptor("Customer", "", "best:field:0")
+                @Strata._StrataDescriptor("Customer", "", "best:field:0") @exclusivity(unchecked)
                 var best: ToOne<Order> = nil
-                @Strata._StrataDescriptor("Customer", "", "favorites:field:1")
+                @Strata._StrataDescriptor("Customer", "", "favorites:field:1") @exclusivity(unchecked)
                 var favorites: ToMany<Order> = nil
-                @Strata._StrataDescriptor("Customer", "", "orders:backlink:0") var orders: ToMany<Order> = nil
+                @Strata._StrataDescriptor("Customer", "", "orders:backlink:0") @exclusivity(unchecked) var orders: ToMany<Order> = nil
             }
 
             extension Customer: Strata.Entity {

@@ -330,9 +330,22 @@ enum Recovery {
     /// garbage in a torn tail from passing as a record.
     private static func walReader(_ file: any ReadableFile, path: String, after start: UInt64) -> LogReader {
         LogReader(file: file, path: path, allowsMarks: true, maxRecordBytes: maxWalRecordBytes,
-                  windowBytes: replayWindowBytes) { record in
-            record.isEndOfLog || (record.payload.count >= 12 && loadFixed64(record.payload, 0) > start)
+                  windowBytes: replayWindowBytes) { head, count in
+            walRecordIsPlausible(payloadHead: head, payloadCount: count, after: start)
         }
+    }
+
+    /// Whether a WAL record found after damage looks like a batch that follows sequence
+    /// `start` (SPEC.md §5.2): an end-of-log record, or a batch (sequence u64, operation count
+    /// u32, operations of at least 3 bytes each, the first starting with its kind) whose
+    /// sequence is past `start`. Random bytes pass about once in a million offsets; the
+    /// checksum decides the rest.
+    static func walRecordIsPlausible(payloadHead head: UnsafeRawBufferPointer, payloadCount: Int, after start: UInt64) -> Bool {
+        if payloadCount == 0 { return true }
+        guard payloadCount >= 12, head.count >= 12, loadFixed64(head, 0) > start else { return false }
+        let operations = Int(loadFixed32(head, 8))
+        guard operations <= (payloadCount - 12) / 3 else { return false }
+        return operations == 0 || (head.count > 12 && EntryKind(rawValue: head[12]) != nil)
     }
 
     /// One operation of a WAL being replayed: where its key and value lie in the reader's window.

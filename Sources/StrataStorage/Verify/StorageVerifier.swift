@@ -306,8 +306,8 @@ struct StorageVerifier {
             let file = try fs.openReadable(path)
             defer { file.close() }
             report.bytesChecked += file.size
-            let reader = LogReader(file: file, path: path, allowsMarks: true, maxRecordBytes: Recovery.maxWalRecordBytes) { record in
-                record.isEndOfLog || (record.payload.count >= 12 && loadFixed64(record.payload, 0) > start)
+            let reader = LogReader(file: file, path: path, allowsMarks: true, maxRecordBytes: Recovery.maxWalRecordBytes) { head, count in
+                Recovery.walRecordIsPlausible(payloadHead: head, payloadCount: count, after: start)
             }
             let outcome = try reader.forEachRecord { record in
                 let payload = record.payload, offset = record.offset

@@ -35,8 +35,14 @@ final class LogReader {
     /// Records claiming a longer payload are invalid: the bound of the window's growth.
     let maxRecordBytes: Int
     /// Extra check that a candidate record found after damage is real (e.g. its sequence
-    /// number follows on), so that garbage rarely passes for a record.
-    let plausible: (LogRecord) -> Bool
+    /// number follows on), so that garbage rarely passes for a record. It sees the first
+    /// ``plausibleHeadBytes`` bytes of the candidate's payload (fewer when the payload is
+    /// shorter) and the payload's claimed length, before the candidate's checksum is computed:
+    /// a checksum costs the claimed length, and garbage claims lengths of up to the record
+    /// limit at every byte offset (a 64 MB log with a damaged region took hours to open when
+    /// every candidate was checksummed).
+    let plausible: (_ payloadHead: UnsafeRawBufferPointer, _ payloadCount: Int) -> Bool
+    static let plausibleHeadBytes = 16
     /// Called before the window moves on: payloads handed over earlier are about to go stale.
     /// A reader that keeps pointers into payloads (replay, to insert in bulk) uses them here.
     var beforeWindowMoves: (() throws -> Void)?
@@ -49,7 +55,8 @@ final class LogReader {
     private let fileSize: Int
 
     init(file: any ReadableFile, path: String, allowsMarks: Bool, maxRecordBytes: Int = Int(Int32.max),
-         windowBytes: Int = LogReader.defaultWindowBytes, plausible: @escaping (LogRecord) -> Bool = { _ in true }) {
+         windowBytes: Int = LogReader.defaultWindowBytes,
+         plausible: @escaping (_ payloadHead: UnsafeRawBufferPointer, _ payloadCount: Int) -> Bool = { _, _ in true }) {
         self.file = file
         self.path = path
         self.allowsMarks = allowsMarks
@@ -60,7 +67,8 @@ final class LogReader {
     }
 
     /// A reader over bytes in memory (fuzzing, tests).
-    convenience init(bytes: [UInt8], path: String, allowsMarks: Bool, plausible: @escaping (LogRecord) -> Bool = { _ in true }) {
+    convenience init(bytes: [UInt8], path: String, allowsMarks: Bool,
+                     plausible: @escaping (_ payloadHead: UnsafeRawBufferPointer, _ payloadCount: Int) -> Bool = { _, _ in true }) {
         self.init(file: MemoryReadableFile(bytes), path: path, allowsMarks: allowsMarks, plausible: plausible)
     }
 
@@ -97,9 +105,11 @@ final class LogReader {
                 return Outcome(validEnd: offset, droppedTornTail: false, sawDurableMark: sawMark, sawEndOfLog: ended)
             }
             // Damage at `offset`: a torn tail unless a later record proves these bytes durable.
+            // Only a durable mark can prove it: a log without marks (the manifest) ends here.
+            guard allowsMarks else { return Outcome(validEnd: offset, droppedTornTail: true, sawDurableMark: sawMark) }
             var probe = offset + 1
             while probe + FormatConstants.logRecordHeaderBytes <= fileSize {
-                guard let later = try record(at: probe), plausible(later) else {
+                guard let later = try record(at: probe, checkingPlausibility: true) else {
                     probe += 1
                     continue
                 }
@@ -118,8 +128,9 @@ final class LogReader {
         return Outcome(validEnd: offset, droppedTornTail: false, sawDurableMark: sawMark, sawEndOfLog: ended)
     }
 
-    /// The well-formed record at `offset`, or nil.
-    private func record(at offset: Int) throws -> LogRecord? {
+    /// The well-formed record at `offset`, or nil; with `checkingPlausibility`, nil also when
+    /// ``plausible`` rejects its start (checked before its checksum).
+    private func record(at offset: Int, checkingPlausibility: Bool = false) throws -> LogRecord? {
         let header = FormatConstants.logRecordHeaderBytes
         guard let head = try bytes(at: offset, count: header) else { return nil }
         let storedCRC = loadFixed32(head, 0)
@@ -128,8 +139,14 @@ final class LogReader {
         if marked && !allowsMarks { return nil }
         let length = Int(lengthField & ~FormatConstants.logRecordMarkFlag)
         let markBytes = marked ? FormatConstants.logRecordMarkBytes : 0
-        guard length >= markBytes, length <= maxRecordBytes, length <= fileSize - offset - header,
-              let whole = try bytes(at: offset, count: header + length) else { return nil }
+        guard length >= markBytes, length <= maxRecordBytes, length <= fileSize - offset - header else { return nil }
+        if checkingPlausibility {
+            let payloadCount = length - markBytes
+            let headCount = min(payloadCount, Self.plausibleHeadBytes)
+            guard let start = try bytes(at: offset + header + markBytes, count: headCount),
+                  plausible(start, payloadCount) else { return nil }
+        }
+        guard let whole = try bytes(at: offset, count: header + length) else { return nil }
         let covered = UnsafeRawBufferPointer(rebasing: whole[4...])
         guard Checksum.unmask(storedCRC) == Checksum.crc32c(covered) else { return nil }
         let payload = UnsafeRawBufferPointer(rebasing: whole[(header + markBytes)...])
