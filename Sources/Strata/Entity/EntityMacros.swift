@@ -5,6 +5,13 @@
 /// default. Declaration errors (no `var id: Id`, a `let`, an unsupported type) are compile-time
 /// diagnostics.
 ///
+/// In a class, the macro marks each persisted stored property without observers
+/// `@exclusivity(unchecked)`: Swift checks every access to a class's stored property for
+/// overlapping accesses at run time, and on the path that decodes an object those checks cost
+/// a sixth of the read. Overlapping accesses to these properties (a data race, a property
+/// passed `inout` while it is read) then go undiagnosed, as in a struct's stored properties
+/// across threads. Write `@exclusivity(checked)` on a property to keep the check.
+///
 /// ```swift
 /// @Entity
 /// struct Note {
