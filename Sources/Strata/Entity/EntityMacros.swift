@@ -8,9 +8,10 @@
 /// In a class, the macro marks each persisted stored property without observers
 /// `@exclusivity(unchecked)`: Swift checks every access to a class's stored property for
 /// overlapping accesses at run time, and on the path that decodes an object those checks cost
-/// a sixth of the read. Overlapping accesses to these properties (a data race, a property
-/// passed `inout` while it is read) then go undiagnosed, as in a struct's stored properties
-/// across threads. Write `@exclusivity(checked)` on a property to keep the check.
+/// a sixth of the read. An overlapping access to such a property on one thread (the property
+/// passed `inout` to a function that reads it again) then goes undiagnosed; races between
+/// threads never were (the check sees one thread's accesses). Write `@exclusivity(checked)`
+/// on a property to keep the check.
 ///
 /// ```swift
 /// @Entity
