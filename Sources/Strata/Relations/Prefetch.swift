@@ -20,9 +20,10 @@ extension Box {
         try ToOne<Target>.prefetch(relations, store: store)
     }
 
-    /// Loads a to-many or backlink of all `objects` in one pass: the edges of every owner, then
-    /// every distinct element in increasing id order, from one consistent snapshot; afterwards
-    /// iterating the relations does no store read.
+    /// Loads a to-many or backlink of all `objects` at once: the edges of every owner (one
+    /// prefix scan each), then every distinct element in one batched read in increasing id
+    /// order, all from one consistent snapshot; afterwards iterating the relations does no
+    /// store read.
     ///
     /// ```swift
     /// try customers.prefetch(\.orders, for: someCustomers)

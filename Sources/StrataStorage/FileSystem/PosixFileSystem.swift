@@ -16,6 +16,19 @@ let systemClose = Darwin.close
 private let systemRename = Darwin.rename
 #endif
 
+/// Makes what was written to `fd` durable: `fdatasync` (data and the size) or `fsync` on
+/// Linux. On Apple platforms `fsync` only hands the data to the drive, whose cache can still
+/// lose it in a power cut; `F_FULLFSYNC` asks the drive to flush it, as SQLite's
+/// `fullfsync` does. A file system without it (some network ones) gets `fsync`.
+func syncToStableStorage(_ fd: Int32, dataOnly: Bool) -> Int32 {
+    #if canImport(Darwin)
+    if fcntl(fd, F_FULLFSYNC) == 0 { return 0 }
+    return fsync(fd)
+    #else
+    return dataOnly ? fdatasync(fd) : fsync(fd)
+    #endif
+}
+
 /// The real file system, through POSIX calls. Appends go straight to the kernel, with `write(2)`
 /// or, for a log, a copy into a shared mapping (no user-space buffer), so a process crash never
 /// loses an acknowledged write.
@@ -145,7 +158,7 @@ public struct PosixFileSystem: FileSystem {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw posixError("open", path) }
         defer { _ = systemClose(fd) }
-        if fsync(fd) != 0 { throw posixError("fsync", path) }
+        if syncToStableStorage(fd, dataOnly: false) != 0 { throw posixError("fsync", path) }
     }
 
     public func lockFile(_ path: String, shared: Bool) throws -> any FileLock {
@@ -205,12 +218,7 @@ final class PosixWritableFile: WritableFile {
     }
 
     func sync() throws {
-        #if canImport(Glibc)
-        let r = fdatasync(fd)
-        #else
-        let r = fsync(fd)
-        #endif
-        if r != 0 { throw posixError("fdatasync", path) }
+        if syncToStableStorage(fd, dataOnly: true) != 0 { throw posixError("fdatasync", path) }
     }
 
     func truncate(to newSize: UInt64) throws {
