@@ -3,8 +3,10 @@ import Testing
 @testable import StrataStorage
 
 /// RELIABILITY.md §5: the N-th file operation (open, write, sync, rename, remove, directory sync)
-/// fails with EIO or ENOSPC, for every N until the workload runs through without reaching it, as
-/// SQLite's I/O error tests do. The failed call throws a typed error; the workload then retries
+/// fails with EIO or ENOSPC, and so does the next one of those kinds (two faults in a row: the
+/// failed append, then the truncation that would take it back, or the retry), for every N until
+/// the workload runs through without reaching it, as SQLite's I/O error tests do. Then the same
+/// with the N-th read. The failed call throws a typed error; the workload then retries
 /// (reopening the store after a second failure); at the end the store holds exactly the
 /// acknowledged batches: nothing acknowledged lost, nothing that failed applied.
 @Suite struct IOErrorTests {
@@ -100,7 +102,7 @@ import Testing
         for n in Swift.stride(from: 0, to: total, by: stride) {
             for error: StorageError in [.io(operation: "injected", path: "/db", errno: 5), .diskFull(path: "/db")] {
                 let fs = FaultInjectingFileSystem(wrapping: InMemoryFileSystem())
-                fs.injectFault(.init(afterOperations: n, error: error, tornBytes: n % 5 == 0 ? 3 : 0))
+                fs.injectFault(.init(afterOperations: n, error: error, tornBytes: n % 5 == 0 ? 3 : 0, times: 2))
                 let run = Self.workload(fs)
                 // Background work makes the count of operations vary by one or two between runs:
                 // a fault the workload never reached must not fire in the check's own open.
@@ -109,7 +111,34 @@ import Testing
                 if let p = Self.check(fs, run) { problems.append("fault at operation \(n) (\(error)): \(p)") }
             }
         }
-        print("I/O errors: \(total) operations in the workload, \(tried) runs each failing one of them, \(problems.count) problems")
+        print("I/O errors: \(total) operations in the workload, \(tried) runs each failing one of them and the next, \(problems.count) problems")
+        #expect(problems.isEmpty, "\(problems.prefix(10))")
+    }
+
+    /// Reads fail too (a media error under a segment, a log read back at recovery): a failed
+    /// read is an error of the call that needed it (a get, a flush, a compaction, an open),
+    /// never a torn log, a lost record or a segment written from half its input.
+    @Test func failingEveryReadInTurnLosesNothingAcknowledged() throws {
+        let clean = FaultInjectingFileSystem(wrapping: InMemoryFileSystem())
+        let cleanRun = Self.workload(clean)
+        #expect(cleanRun.failures == 0 && cleanRun.acknowledged.count == Self.batches)
+        let total = clean.readCount
+        #expect(total > 50, "the workload reads its logs and segments")
+        let full = ProcessInfo.processInfo.environment["STRATA_IO_ERRORS_FULL"] == "1"
+        var tried = 0, failedRuns = 0
+        var problems: [String] = []
+        for n in Swift.stride(from: 0, to: total, by: full ? 1 : max(1, total / 120)) {
+            let fs = FaultInjectingFileSystem(wrapping: InMemoryFileSystem())
+            fs.injectFault(.init(afterOperations: n, operations: [.read], error: .io(operation: "read", path: "/db", errno: 5),
+                                 times: 2))
+            let run = Self.workload(fs)
+            fs.injectFault(nil)
+            tried += 1
+            if run.failures > 0 { failedRuns += 1 }
+            if let p = Self.check(fs, run) { problems.append("fault at read \(n): \(p)") }
+        }
+        print("I/O errors: \(total) reads in the workload, \(tried) runs each failing one of them and the next (\(failedRuns) runs saw an error), \(problems.count) problems")
+        #expect(failedRuns > 0, "some read faults reach the workload's calls")
         #expect(problems.isEmpty, "\(problems.prefix(10))")
     }
 }

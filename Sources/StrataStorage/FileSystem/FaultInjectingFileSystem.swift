@@ -23,6 +23,12 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
         case rename
         case remove
         case syncDirectory
+        /// A read of a file opened with `openReadable` or `openImmutable`. Faulted only when a
+        /// fault names it: the default set is every operation that changes something.
+        case read
+
+        /// Every operation that changes a file or a directory (not ``read``).
+        public static let changing: Set<Operation> = [.open, .write, .sync, .rename, .remove, .syncDirectory]
     }
 
     /// Fails the operation after `afterOperations` matching operations have succeeded. A failed
@@ -42,7 +48,7 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
         /// file system).
         public var haltsEverything: Bool
 
-        public init(afterOperations: Int, operations: Set<Operation> = Set(Operation.allCases),
+        public init(afterOperations: Int, operations: Set<Operation> = Operation.changing,
                     error: StorageError, tornBytes: Int = 0, sticky: Bool = false, haltsEverything: Bool = false, times: Int = 1) {
             self.times = max(1, times)
             self.afterOperations = afterOperations
@@ -59,6 +65,7 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
         /// Matching operations that succeeded since the fault was armed.
         var matched = 0
         var operations = 0
+        var reads = 0
         /// Times the armed fault fired.
         var fired = 0
     }
@@ -71,9 +78,12 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
         wrapped = fileSystem
     }
 
-    /// Number of operations (of the kinds in ``Operation``) performed so far, to script "fail
-    /// the Nth operation".
+    /// Number of operations (of the kinds in ``Operation``, reads apart) performed so far, to
+    /// script "fail the Nth operation".
     public var operationCount: Int { state.withLock { $0.operations } }
+
+    /// Number of reads performed so far, to script "fail the Nth read".
+    public var readCount: Int { state.withLock { $0.reads } }
 
     /// Operations the armed fault matched and let through so far.
     public var matchedOperationCount: Int { state.withLock { $0.matched } }
@@ -90,7 +100,7 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
     /// Counts an operation; returns the fault that fails it, if one fires.
     private func fire(_ op: Operation) -> Fault? {
         state.withLock { s in
-            s.operations += 1
+            if op == .read { s.reads += 1 } else { s.operations += 1 }
             guard let fault = s.fault, fault.operations.contains(op) else { return nil }
             guard s.matched >= fault.afterOperations else {
                 s.matched += 1
@@ -129,12 +139,12 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
 
     public func openReadable(_ path: String) throws -> any ReadableFile {
         try check(.open)
-        return try wrapped.openReadable(path)
+        return FaultInjectingReadableFile(try wrapped.openReadable(path), fs: self)
     }
 
     public func openImmutable(_ path: String) throws -> any ReadableFile {
         try check(.open)
-        return try wrapped.openImmutable(path)
+        return FaultInjectingReadableFile(try wrapped.openImmutable(path), fs: self)
     }
 
     public func removeFile(_ path: String) throws {
@@ -188,4 +198,30 @@ final class FaultInjectingWritableFile: WritableFile {
     }
 
     func close() throws { try file.close() }
+}
+
+/// A file of a ``FaultInjectingFileSystem`` opened for reading: its reads may fail (a media
+/// error, a file system that went away).
+final class FaultInjectingReadableFile: ReadableFile {
+    private let file: any ReadableFile
+    private let fs: FaultInjectingFileSystem
+
+    init(_ file: any ReadableFile, fs: FaultInjectingFileSystem) {
+        self.file = file
+        self.fs = fs
+    }
+
+    var size: UInt64 { file.size }
+
+    func read(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        try fs.check(.read)
+        return try file.read(at: offset, into: buffer)
+    }
+
+    func readOnce(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        try fs.check(.read)
+        return try file.readOnce(at: offset, into: buffer)
+    }
+
+    func close() { file.close() }
 }
