@@ -5,6 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-dependencies.sh
+# The differential test compares queries with SQLite, loaded at run time (never linked): it
+# needs the library, not its headers.
+if ! ldconfig -p 2>/dev/null | grep -q 'libsqlite3\.so\.0' && [ "$(uname)" = "Linux" ] && command -v apt-get >/dev/null 2>&1; then
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    echo "Installing libsqlite3-0 (for the SQLite differential test)…"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libsqlite3-0 >/dev/null
+fi
 swift build --build-tests
 swift test --skip-build
 demo_dir="$(mktemp -d)"
