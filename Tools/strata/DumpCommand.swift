@@ -101,6 +101,10 @@ struct DumpCommand: ParsableCommand {
         case let .string(s): .string(s)
         case let .date(d): .string(formatDate(d))
         case let .bytes(b): .string(Data(b).base64EncodedString())
+        case let .uuid(u): .string(u.uuidString)
+        case let .url(u): .string(u.absoluteString)
+        // A string keeps every digit: a JSON number read as a Double would round.
+        case let .decimal(d): .string(d.description)
         case let .toOne(id): id.map { .uint($0) } ?? .null
         case let .toMany(ids): .array(ids.map { .uint($0) })
         }

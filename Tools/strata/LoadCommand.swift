@@ -130,7 +130,7 @@ struct LoadCommand: ParsableCommand {
 /// Reads one line of `strata dump` output as a ``StoredObject`` of a known entity, with each
 /// value read as its stored type (integers exactly, up to `UInt64.max`).
 struct DumpLineParser: Sendable {
-    enum Kind: Sendable { case bool, signed, unsigned, real, string, date, bytes, toOne, toMany }
+    enum Kind: Sendable { case bool, signed, unsigned, real, string, date, bytes, decimal, toOne, toMany }
 
     let entity: String
     let kinds: [String: Kind]
@@ -146,7 +146,9 @@ struct DumpLineParser: Sendable {
             case "Int8", "Int16", "Int32", "Int64": .signed
             case "UInt8", "UInt16", "UInt32", "UInt64": .unsigned
             case "Float", "Double": .real
-            case "String": .string
+            // Written as strings; the store parses them for the property's type.
+            case "String", "UUID", "URL": .string
+            case "Decimal": .decimal
             case "Date": .date
             case _ where base.hasPrefix("ToOne"): .toOne
             case _ where base.hasPrefix("ToMany"): .toMany
@@ -219,6 +221,10 @@ struct DumpLineParser: Sendable {
                 case let other: throw ToolFailure(message: "\(key.stringValue): \"\(other)\" is not a number")
                 }
             case .string: return .string(try c.decode(String.self, forKey: key))
+            case .decimal:
+                // Dump writes a string; a JSON number is taken as its text, not as a Double.
+                if let text = try? c.decode(String.self, forKey: key) { return .string(text) }
+                return .decimal(try c.decode(Decimal.self, forKey: key))
             case .date:
                 let text = try c.decode(String.self, forKey: key)
                 guard let date = DumpCommand.parseDate(text) else {

@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// A type whose values `@Entity` can store: Bool, the integer types, Float, Double, String,
-/// Date, Data, `[UInt8]`, and optionals of them. `RawRepresentable` enums over these are stored
+/// Date, Data, `[UInt8]`, UUID, URL, Decimal, and optionals of them. `RawRepresentable` enums over these are stored
 /// through their raw values without conforming. Strata provides every conformance; the
 /// requirements are the codec's and not meant to be implemented elsewhere.
 public protocol PersistableValue: SendableMetatype {
@@ -206,5 +206,64 @@ extension Array: PersistableValue where Element == UInt8 {
     public static func _strataRead(from reader: inout ObjectReader) throws -> [UInt8] {
         try reader.expect(.lengthDelimited)
         return Array(try reader.readLengthDelimited())
+    }
+}
+
+/// Stored as its 16 bytes, in the order `uuid` gives them (RFC 4122's): equal identifiers have
+/// equal bytes, and orderings and indexes order them bytewise.
+extension UUID: PersistableValue {
+    @inlinable public static var _strataPropertyType: PropertyType { .uuid }
+
+    @inlinable
+    public func _strataWrite(to writer: inout ObjectWriter, id: UInt32) {
+        writer.appendTag(id: id, wire: .lengthDelimited)
+        withUnsafeBytes(of: uuid) { writer.appendLengthDelimited($0) }
+    }
+
+    @inlinable
+    public static func _strataRead(from reader: inout ObjectReader) throws -> UUID {
+        try reader.expect(.lengthDelimited)
+        let raw = try reader.readLengthDelimited()
+        guard raw.count == 16 else { throw CodecFailure("a UUID of \(raw.count) bytes") }
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: raw) }
+        return UUID(uuid: value)
+    }
+}
+
+/// Stored as its absolute string, UTF-8 (a relative URL keeps its base only through it).
+extension URL: PersistableValue {
+    @inlinable public static var _strataPropertyType: PropertyType { .url }
+
+    @inlinable
+    public func _strataWrite(to writer: inout ObjectWriter, id: UInt32) {
+        writer.appendTag(id: id, wire: .lengthDelimited)
+        var s = absoluteString
+        s.withUTF8 { writer.appendLengthDelimited(UnsafeRawBufferPointer($0)) }
+    }
+
+    @inlinable
+    public static func _strataRead(from reader: inout ObjectReader) throws -> URL {
+        try reader.expect(.lengthDelimited)
+        let raw = try reader.readLengthDelimited()
+        guard let s = String(validating: raw, as: UTF8.self), let url = URL(string: s) else {
+            throw CodecFailure("stored URL bytes are no URL")
+        }
+        return url
+    }
+}
+
+/// Stored exactly, in an encoding whose bytes order as the numbers do (``OrderedDecimal``).
+extension Decimal: PersistableValue {
+    @inlinable public static var _strataPropertyType: PropertyType { .decimal }
+
+    public func _strataWrite(to writer: inout ObjectWriter, id: UInt32) {
+        writer.appendTag(id: id, wire: .lengthDelimited)
+        OrderedDecimal.encode(self).withUnsafeBytes { writer.appendLengthDelimited($0) }
+    }
+
+    public static func _strataRead(from reader: inout ObjectReader) throws -> Decimal {
+        try reader.expect(.lengthDelimited)
+        return try OrderedDecimal.decode(try reader.readLengthDelimited())
     }
 }

@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// Turns an index value encoding back into text for error messages (`"ada@example.com"`, `42`).
 enum IndexValueText {
     static func describe(_ encoded: [UInt8], type: PropertyType) -> String {
@@ -24,9 +30,18 @@ enum IndexValueText {
                 raw.append(b)
                 i += 1
             }
-            if type == .string {
+            switch type {
+            case .string, .url:
                 let s = String(decoding: raw, as: UTF8.self)
                 return "\"" + (s.count > 80 ? s.prefix(80) + "…" : s) + "\""
+            case .uuid where raw.count == 16:
+                var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+                withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: raw) }
+                return UUID(uuid: value).uuidString
+            case .decimal:
+                if let d = try? raw.withUnsafeBytes({ try OrderedDecimal.decode($0) }) { return d.description }
+            default:
+                break
             }
             return "\(raw.count) bytes"
         default: return "?"

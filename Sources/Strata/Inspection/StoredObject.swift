@@ -12,6 +12,9 @@ public enum StoredValue: Sendable, Equatable {
     case string(String)
     case date(Date)
     case bytes([UInt8])
+    case uuid(UUID)
+    case url(URL)
+    case decimal(Decimal)
     /// A `ToOne`: the target's id, or nil.
     case toOne(Id?)
     /// A standalone `ToMany`: the target ids in the relation's order.
@@ -90,6 +93,17 @@ struct StoredObjectDecoder {
         case let (.string, .bytes(b)):
             guard let s = String(validating: b, as: UTF8.self) else { throw CodecFailure("string field is not valid UTF-8") }
             return .string(s)
+        case let (.uuid, .bytes(b)):
+            guard b.count == 16 else { throw CodecFailure("a UUID of \(b.count) bytes") }
+            var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: b) }
+            return .uuid(UUID(uuid: value))
+        case let (.url, .bytes(b)):
+            guard let s = String(validating: b, as: UTF8.self), let url = URL(string: s) else {
+                throw CodecFailure("stored URL bytes are no URL")
+            }
+            return .url(url)
+        case let (.decimal, .bytes(b)): return .decimal(try OrderedDecimal.decode(b))
         case let (_, .bytes(b)): return .bytes(Array(b))
         }
     }

@@ -273,6 +273,32 @@ struct StoredObjectLoader {
         case .bytes:
             guard case let .bytes(b) = value else { throw invalid("\(value) is not bytes") }
             w.write(b, field: field)
+        case .uuid:
+            switch value {
+            case let .uuid(u): w.write(u, field: field)
+            case let .string(s):
+                guard let u = UUID(uuidString: s) else { throw invalid("\"\(s)\" is not a UUID") }
+                w.write(u, field: field)
+            default: throw invalid("\(value) is not a UUID")
+            }
+        case .url:
+            switch value {
+            case let .url(u): w.write(u, field: field)
+            case let .string(s):
+                guard let u = URL(string: s) else { throw invalid("\"\(s)\" is not a URL") }
+                w.write(u, field: field)
+            default: throw invalid("\(value) is not a URL")
+            }
+        case .decimal:
+            switch value {
+            case let .decimal(d): w.write(d, field: field)
+            case let .int(x): w.write(Decimal(x), field: field)
+            case let .uint(x): w.write(Decimal(x), field: field)
+            case let .string(s):
+                guard let d = Decimal(string: s, locale: nil), !(d.isNaN && s != "NaN") else { throw invalid("\"\(s)\" is not a Decimal") }
+                w.write(d, field: field)
+            default: throw invalid("\(value) is not a Decimal")
+            }
         case .toOne, .toMany:
             throw invalid("a relation is not a plain value")
         }

@@ -89,9 +89,14 @@ enum FieldView {
         case .double, .date:
             try reader.expect(.fixed64)
             return .double(Double(bitPattern: try reader.readFixed64()))
-        case .string, .bytes:
+        case .string, .bytes, .url, .decimal:
             try reader.expect(.lengthDelimited)
             return .bytes(try reader.readLengthDelimited())
+        case .uuid:
+            try reader.expect(.lengthDelimited)
+            let raw = try reader.readLengthDelimited()
+            guard raw.count == 16 else { throw CodecFailure("a UUID of \(raw.count) bytes") }
+            return .bytes(raw)
         case .toMany:
             throw CodecFailure("a to-many has no value in the object")
         }

@@ -20,6 +20,13 @@ public enum PropertyType: UInt8, Sendable, CaseIterable, CustomStringConvertible
     case toOne = 15
     /// A standalone `ToMany`: nothing in the object; its edges live in the edges key space.
     case toMany = 16
+    /// A `UUID`: its 16 bytes, in the order `uuid` gives them.
+    case uuid = 17
+    /// A `URL`: its absolute string, UTF-8.
+    case url = 18
+    /// A `Decimal`: an exact, order-preserving encoding (``OrderedDecimal``), so that stored
+    /// bytes compare as the numbers do.
+    case decimal = 19
 
     public var description: String {
         switch self {
@@ -39,6 +46,9 @@ public enum PropertyType: UInt8, Sendable, CaseIterable, CustomStringConvertible
         case .bytes: "bytes"
         case .toOne: "ToOne"
         case .toMany: "ToMany"
+        case .uuid: "UUID"
+        case .url: "URL"
+        case .decimal: "Decimal"
         }
     }
 
@@ -49,7 +59,7 @@ public enum PropertyType: UInt8, Sendable, CaseIterable, CustomStringConvertible
         case .bool, .int8, .int16, .int32, .int64, .uint8, .uint16, .uint32, .uint64, .toOne, .toMany: .varint
         case .float: .fixed32
         case .double, .date: .fixed64
-        case .string, .bytes: .lengthDelimited
+        case .string, .bytes, .uuid, .url, .decimal: .lengthDelimited
         }
     }
 }
