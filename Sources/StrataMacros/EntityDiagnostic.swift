@@ -48,7 +48,7 @@ enum EntityDiagnostic: DiagnosticMessage {
         case let .noDefault(name):
             "stored property '\(name)' needs a default value (objects stored before it existed read it as that default), or the type needs an 'init()'"
         case let .unsupportedType(property, type):
-            "property '\(property)' has type '\(type)', which Strata cannot store; use Bool, Int, Int8…Int64, UInt8…UInt64, Float, Double, String, Date, Data, [UInt8], UUID, URL, Decimal, a RawRepresentable enum over those, or an optional of one, or mark it @Transient"
+            "property '\(property)' has type '\(type)', which Strata cannot store; use Bool, Int, Int8…Int64, UInt8…UInt64, Float, Double, String, Date, Data, [UInt8], UUID, URL, Decimal, a RawRepresentable enum over those, any Codable value (arrays, sets, dictionaries, your own structs), or an optional of one, or mark it @Transient"
         case .unsupportedPattern:
             "declare one stored property per name ('var a = 0'); tuple patterns cannot be stored"
         case let .indexOnNonValue(name):

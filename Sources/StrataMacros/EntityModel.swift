@@ -303,7 +303,8 @@ struct EntityModel {
     }
 
     /// Rejects what can be seen to be unstorable without type information; anything else
-    /// (a user's enum, `Date`) is left to the type checker, which needs the codec's overloads.
+    /// (a user's enum, `Date`, an array, a Codable struct) is left to the type checker, which
+    /// needs the codec's overloads (a `Codable` value is stored whole).
     private static func isSupported(_ type: TypeSyntax, insideOptional: Bool = false) -> Bool {
         if let optional = type.as(OptionalTypeSyntax.self) {
             return !insideOptional && isSupported(optional.wrappedType, insideOptional: true)
@@ -312,14 +313,13 @@ struct EntityModel {
             guard tuple.elements.count == 1, let only = tuple.elements.first, only.firstName == nil else { return false }
             return isSupported(only.type, insideOptional: insideOptional)
         }
-        if let array = type.as(ArrayTypeSyntax.self) { return isByte(array.element) }
+        if type.is(ArrayTypeSyntax.self) || type.is(DictionaryTypeSyntax.self) { return true }
         if let id = type.as(IdentifierTypeSyntax.self) {
             let arguments = id.genericArgumentClause?.arguments.compactMap { $0.argument.as(TypeSyntax.self) } ?? []
             switch id.name.text {
-            case "Array", "ContiguousArray": return arguments.count == 1 && isByte(arguments[0])
             case "Optional":
                 return !insideOptional && arguments.count == 1 && isSupported(arguments[0], insideOptional: true)
-            case "Set", "Dictionary", "Any", "AnyObject", "Never", "Void": return false
+            case "Any", "AnyObject", "Never", "Void": return false
             default: return true
             }
         }
@@ -349,9 +349,6 @@ struct EntityModel {
         return args.first?.argument.trimmedDescription
     }
 
-    private static func isByte(_ type: TypeSyntax) -> Bool {
-        ["UInt8", "Swift.UInt8"].contains(type.trimmedDescription)
-    }
 }
 
 extension String {

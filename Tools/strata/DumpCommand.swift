@@ -105,6 +105,7 @@ struct DumpCommand: ParsableCommand {
         case let .url(u): .string(u.absoluteString)
         // A string keeps every digit: a JSON number read as a Double would round.
         case let .decimal(d): .string(d.description)
+        case let .codable(c): json(c)
         case let .toOne(id): id.map { .uint($0) } ?? .null
         case let .toMany(ids): .array(ids.map { .uint($0) })
         }
@@ -114,6 +115,20 @@ struct DumpCommand: ParsableCommand {
 extension DumpCommand {
     /// ISO 8601, with milliseconds when the date has a fraction of a second (what `load` reads
     /// back; finer fractions round to the millisecond).
+    /// A Codable property's stored value as the JSON it reads like (keys in stored order).
+    static func json(_ c: CompactValue) -> JSONValue {
+        switch c {
+        case .null: .null
+        case let .bool(b): .bool(b)
+        case let .int(i): .int(i)
+        case let .uint(u): .uint(u)
+        case let .double(d): .double(d)
+        case let .string(s): .string(s)
+        case let .array(elements): .array(elements.map(json))
+        case let .keyed(entries): .object(entries.map { ($0.key, json($0.value)) })
+        }
+    }
+
     static func formatDate(_ d: Date) -> String {
         let whole = d.timeIntervalSince1970.rounded(.down) == d.timeIntervalSince1970
         if whole { return d.formatted(.iso8601) }

@@ -130,7 +130,7 @@ struct LoadCommand: ParsableCommand {
 /// Reads one line of `strata dump` output as a ``StoredObject`` of a known entity, with each
 /// value read as its stored type (integers exactly, up to `UInt64.max`).
 struct DumpLineParser: Sendable {
-    enum Kind: Sendable { case bool, signed, unsigned, real, string, date, bytes, decimal, toOne, toMany }
+    enum Kind: Sendable { case bool, signed, unsigned, real, string, date, bytes, decimal, codable, toOne, toMany }
 
     let entity: String
     let kinds: [String: Kind]
@@ -149,6 +149,7 @@ struct DumpLineParser: Sendable {
             // Written as strings; the store parses them for the property's type.
             case "String", "UUID", "URL": .string
             case "Decimal": .decimal
+            case "Codable": .codable
             case "Date": .date
             case _ where base.hasPrefix("ToOne"): .toOne
             case _ where base.hasPrefix("ToMany"): .toMany
@@ -235,9 +236,31 @@ struct DumpLineParser: Sendable {
                 let text = try c.decode(String.self, forKey: key)
                 guard let data = Data(base64Encoded: text) else { throw ToolFailure(message: "\(key.stringValue): not base64") }
                 return .bytes(Array(data))
+            case .codable: return .codable(try c.decode(JSONCompactValue.self, forKey: key).value)
             case .toOne: return .toOne(try c.decode(UInt64.self, forKey: key))
             case .toMany: return .toMany(try c.decode([UInt64].self, forKey: key))
             }
+        }
+    }
+}
+
+/// Any JSON value, read as a Codable property's stored form (what `dump` writes for one):
+/// whole numbers as integers, others as doubles, objects as keyed values.
+struct JSONCompactValue: Decodable {
+    let value: CompactValue
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { value = .null }
+        else if let b = try? c.decode(Bool.self) { value = .bool(b) }
+        else if let i = try? c.decode(Int64.self) { value = .int(i) }
+        else if let u = try? c.decode(UInt64.self) { value = .uint(u) }
+        else if let d = try? c.decode(Double.self) { value = .double(d) }
+        else if let s = try? c.decode(String.self) { value = .string(s) }
+        else if let a = try? c.decode([JSONCompactValue].self) { value = .array(a.map(\.value)) }
+        else {
+            let o = try c.decode([String: JSONCompactValue].self)
+            value = .keyed(o.map { ($0.key, $0.value.value) }.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) })
         }
     }
 }

@@ -82,6 +82,34 @@ public struct ObjectReader {
         try V._strataRead(from: &self)
     }
 
+    /// Reads the current field as a `Codable` property's value (SPEC.md §11.3). Disfavored: the
+    /// scalars and enums, Codable too, keep their own encodings.
+    @_disfavoredOverload
+    public mutating func read<V: Decodable>() throws -> V {
+        let value: CompactValue
+        if wire == .null {
+            value = .null
+        } else {
+            try expect(.lengthDelimited)
+            value = try CompactValue.parse(try readLengthDelimited())
+        }
+        do {
+            return try CompactValueDecoder.decode(V.self, from: value)
+        } catch let error as DecodingError {
+            throw CodecFailure("a \(V.self) value does not decode: \(Self.describe(error))")
+        }
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        switch error {
+        case let .typeMismatch(_, c), let .valueNotFound(_, c), let .keyNotFound(_, c), let .dataCorrupted(c):
+            let path = c.codingPath.map(\.stringValue).joined(separator: ".")
+            return (path.isEmpty ? "" : "at \(path): ") + c.debugDescription
+        @unknown default:
+            return "\(error)"
+        }
+    }
+
     /// Reads the current field as the value of an enum property.
     @inlinable
     public mutating func read<V: RawRepresentable>() throws -> V where V.RawValue: PersistableValue {

@@ -6,6 +6,8 @@
 public struct ObjectWriter {
     @usableFromInline var bytes: [UInt8]
     @usableFromInline let propertyIds: UnsafeBufferPointer<UInt32>
+    /// Why a `Codable` property's own `encode(to:)` failed, if it did: the put reports it.
+    var failure: String?
 
     /// Takes `buffer`'s storage (leaving it empty) so that appends never copy.
     init(taking buffer: inout [UInt8], propertyIds: UnsafeBufferPointer<UInt32>) {
@@ -32,6 +34,28 @@ public struct ObjectWriter {
     @inlinable
     public mutating func write<V: RawRepresentable>(_ value: V?, field: Int) where V.RawValue: PersistableValue {
         value.map(\.rawValue)._strataWrite(to: &self, id: propertyIds[field])
+    }
+
+    /// Writes any other `Codable` property as its ``CompactValue`` (SPEC.md §11.3). Disfavored:
+    /// the scalars and enums, Codable too, keep their own encodings.
+    @_disfavoredOverload
+    public mutating func write<V: Encodable>(_ value: V, field: Int) {
+        let id = propertyIds[field]
+        do {
+            let encoded = try CompactValueEncoder.encode(value).encoded()
+            appendTag(id: id, wire: .lengthDelimited)
+            encoded.withUnsafeBytes { appendLengthDelimited($0) }
+        } catch {
+            failure = failure ?? "\(error)"
+            appendTag(id: id, wire: .null)
+        }
+    }
+
+    /// Writes an optional `Codable` property, nil as null.
+    @_disfavoredOverload
+    public mutating func write<V: Encodable>(_ value: V?, field: Int) {
+        guard let value else { return appendTag(id: propertyIds[field], wire: .null) }
+        write(value, field: field)
     }
 
     /// Writes a to-one relation as its target's id, or null.

@@ -15,6 +15,8 @@ public enum StoredValue: Sendable, Equatable {
     case uuid(UUID)
     case url(URL)
     case decimal(Decimal)
+    /// Any other `Codable` value, in its stored form.
+    case codable(CompactValue)
     /// A `ToOne`: the target's id, or nil.
     case toOne(Id?)
     /// A standalone `ToMany`: the target ids in the relation's order.
@@ -104,6 +106,7 @@ struct StoredObjectDecoder {
             }
             return .url(url)
         case let (.decimal, .bytes(b)): return .decimal(try OrderedDecimal.decode(b))
+        case let (.codable, .bytes(b)): return .codable(try CompactValue.parse(b))
         case let (_, .bytes(b)): return .bytes(Array(b))
         }
     }

@@ -299,6 +299,10 @@ struct StoredObjectLoader {
                 w.write(d, field: field)
             default: throw invalid("\(value) is not a Decimal")
             }
+        case .codable:
+            guard case let .codable(v) = value else { throw invalid("\(value) is not a Codable value") }
+            w.appendTag(id: w.propertyIds[field], wire: .lengthDelimited)
+            v.encoded().withUnsafeBytes { w.appendLengthDelimited($0) }
         case .toOne, .toMany:
             throw invalid("a relation is not a plain value")
         }

@@ -83,6 +83,11 @@ final class ObjectMatcher {
         case let .string(f, op, literal, caseSensitive):
             guard case let .bytes(raw) = fields[f] else { return op == .notEqual }
             return Self.compareString(raw, op, literal, caseSensitive: caseSensitive)
+        case let .elements(f, condition):
+            guard case let .bytes(raw) = fields[f] else { return false }
+            do { return try condition.holds(raw) } catch {
+                throw .corruptObject(entity: binding.name, id: id, reason: "\(error)")
+            }
         case let .relationCount(slot, op, n):
             let count = try relationCount(slot, id: id)
             return op.holds(count < n ? -1 : (count == n ? 0 : 1))

@@ -132,6 +132,64 @@ extension Property {
     }
 }
 
+// MARK: Codable values
+
+extension Property where Value: Codable & Equatable {
+    /// Objects whose `Codable` property equals `v` (compared in stored form, where sets and
+    /// dictionaries are sorted: `[1, 2] as Set` equals `[2, 1] as Set`).
+    @_disfavoredOverload
+    public static func == (p: Property, v: Value) -> QueryCondition<Owner> {
+        p.condition { .compare(field: $0, .equal, .bytes(Self.storedBytes(v))) }
+    }
+
+    @_disfavoredOverload
+    public static func != (p: Property, v: Value) -> QueryCondition<Owner> {
+        p.condition { .compare(field: $0, .notEqual, .bytes(Self.storedBytes(v))) }
+    }
+
+    static func storedBytes<V: Encodable>(_ v: V) -> [UInt8] {
+        // The encoder throws only what a type's own `encode(to:)` throws: such a value matches
+        // nothing stored.
+        (try? CompactValueEncoder.encode(v).encoded()) ?? []
+    }
+}
+
+/// Optional `Codable` values, for `isNil()`.
+public protocol _OptionalCodable {}
+extension Optional: _OptionalCodable where Wrapped: Codable {}
+
+extension Property where Value: _OptionalCodable {
+    /// Objects whose optional `Codable` property is nil.
+    @_disfavoredOverload
+    public func isNil() -> QueryCondition<Owner> { condition { .isNil(field: $0, true) } }
+    /// Objects whose optional `Codable` property holds a value.
+    @_disfavoredOverload
+    public func isNotNil() -> QueryCondition<Owner> { condition { .isNil(field: $0, false) } }
+}
+
+extension Property where Value: Collection & Codable, Value.Element: Encodable {
+    /// Objects whose array or set property holds `element` (`Post.tags.contains("swift")`).
+    public func contains(_ element: Value.Element) -> QueryCondition<Owner> {
+        let bytes = (try? CompactValueEncoder.encode(element).encoded()) ?? []
+        return condition { .elements(field: $0, .contains(bytes)) }
+    }
+
+    /// The number of elements of an array or set property, to compare (`Post.tags.count >= 2`).
+    public var count: ElementCount<Owner> { ElementCount(field: field ?? 0) }
+}
+
+/// The element count of a `Codable` array or set property, in a condition.
+public struct ElementCount<Owner: Entity>: Sendable {
+    let field: Int
+
+    public static func == (c: ElementCount, n: Int) -> QueryCondition<Owner> { QueryCondition(node: .elements(field: c.field, .count(.equal, n))) }
+    public static func != (c: ElementCount, n: Int) -> QueryCondition<Owner> { QueryCondition(node: .elements(field: c.field, .count(.notEqual, n))) }
+    public static func < (c: ElementCount, n: Int) -> QueryCondition<Owner> { QueryCondition(node: .elements(field: c.field, .count(.less, n))) }
+    public static func <= (c: ElementCount, n: Int) -> QueryCondition<Owner> { QueryCondition(node: .elements(field: c.field, .count(.lessOrEqual, n))) }
+    public static func > (c: ElementCount, n: Int) -> QueryCondition<Owner> { QueryCondition(node: .elements(field: c.field, .count(.greater, n))) }
+    public static func >= (c: ElementCount, n: Int) -> QueryCondition<Owner> { QueryCondition(node: .elements(field: c.field, .count(.greaterOrEqual, n))) }
+}
+
 /// To-many relations and backlinks, for `count`.
 public protocol _ToManyRelation {}
 extension ToMany: _ToManyRelation {}

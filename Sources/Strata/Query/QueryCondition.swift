@@ -36,6 +36,24 @@ enum StringOperator: Sendable {
     case equal, notEqual, startsWith, endsWith, contains
 }
 
+/// What a condition asks of a `Codable` array's or set's elements.
+enum ElementCondition: Sendable {
+    /// An element's stored bytes (``CompactValue``) equal these.
+    case contains([UInt8])
+    /// The number of elements compares so with the number.
+    case count(CompareOperator, Int)
+
+    /// Whether the stored value `raw` (a ``CompactValue``) satisfies it; a nil or a value that is
+    /// no list does not.
+    func holds(_ raw: UnsafeRawBufferPointer) throws -> Bool {
+        guard case let .array(elements) = try CompactValue.parse(raw) else { return false }
+        switch self {
+        case let .contains(element): return elements.contains { $0.encoded() == element }
+        case let .count(op, n): return op.holds(elements.count < n ? -1 : (elements.count == n ? 0 : 1))
+        }
+    }
+}
+
 /// The condition tree a query evaluates on stored bytes.
 indirect enum ConditionNode: Sendable {
     case all
@@ -46,6 +64,8 @@ indirect enum ConditionNode: Sendable {
     case string(field: Int, StringOperator, String, caseSensitive: Bool)
     /// The number of elements of a standalone to-many or a backlink.
     case relationCount(PropertySlot, CompareOperator, Int)
+    /// A condition on the elements of a `Codable` array or set property.
+    case elements(field: Int, ElementCondition)
     /// Objects whose relation leads to objects matching a condition on another entity
     /// (``Property/matches(_:)``, ``Property/any(_:)``): resolved to ``ids(_:)`` when a run
     /// starts, since the answer depends on the snapshot.
@@ -59,7 +79,8 @@ indirect enum ConditionNode: Sendable {
     var fields: Set<Int> {
         switch self {
         case .all, .relationCount, .link, .ids: []
-        case let .compare(f, _, _), let .between(f, _, _), let .isIn(f, _), let .isNil(f, _), let .string(f, _, _, _): [f]
+        case let .compare(f, _, _), let .between(f, _, _), let .isIn(f, _), let .isNil(f, _), let .string(f, _, _, _),
+             let .elements(f, _): [f]
         case let .and(nodes), let .or(nodes): nodes.reduce(into: Set<Int>()) { $0.formUnion($1.fields) }
         }
     }

@@ -89,7 +89,7 @@ enum FieldView {
         case .double, .date:
             try reader.expect(.fixed64)
             return .double(Double(bitPattern: try reader.readFixed64()))
-        case .string, .bytes, .url, .decimal:
+        case .string, .bytes, .url, .decimal, .codable:
             try reader.expect(.lengthDelimited)
             return .bytes(try reader.readLengthDelimited())
         case .uuid:

@@ -81,6 +81,20 @@ public struct PropertySchema: Sendable, Equatable {
         self.init(name: name, type: Value.RawValue._strataPropertyType, isOptional: true, renamedFrom: renamedFrom, index: index)
     }
 
+    /// The schema of a property holding any other `Codable` value (a struct, an array, a set, a
+    /// dictionary), stored as its ``CompactValue``. Not indexable. Disfavored: the scalars and
+    /// enums, Codable too, keep their own types.
+    @_disfavoredOverload
+    public init<Root, Value: Codable>(name: String, keyPath: KeyPath<Root, Value>, renamedFrom: String? = nil) {
+        self.init(name: name, type: .codable, isOptional: false, renamedFrom: renamedFrom)
+    }
+
+    /// The schema of an optional `Codable` property.
+    @_disfavoredOverload
+    public init<Root, Value: Codable>(name: String, keyPath: KeyPath<Root, Value?>, renamedFrom: String? = nil) {
+        self.init(name: name, type: .codable, isOptional: true, renamedFrom: renamedFrom)
+    }
+
     /// "String?", "Int64" or "ToOne<Customer>": the type as the store sees it, for messages.
     var typeDescription: String {
         if let target { return "\(type)<\(target)>" }

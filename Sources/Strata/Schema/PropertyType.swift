@@ -27,6 +27,9 @@ public enum PropertyType: UInt8, Sendable, CaseIterable, CustomStringConvertible
     /// A `Decimal`: an exact, order-preserving encoding (``OrderedDecimal``), so that stored
     /// bytes compare as the numbers do.
     case decimal = 19
+    /// Any other `Codable` value (a struct, an array, a set, a dictionary): its
+    /// ``CompactValue`` (SPEC.md §11.3).
+    case codable = 20
 
     public var description: String {
         switch self {
@@ -49,6 +52,7 @@ public enum PropertyType: UInt8, Sendable, CaseIterable, CustomStringConvertible
         case .uuid: "UUID"
         case .url: "URL"
         case .decimal: "Decimal"
+        case .codable: "Codable"
         }
     }
 
@@ -59,7 +63,7 @@ public enum PropertyType: UInt8, Sendable, CaseIterable, CustomStringConvertible
         case .bool, .int8, .int16, .int32, .int64, .uint8, .uint16, .uint32, .uint64, .toOne, .toMany: .varint
         case .float: .fixed32
         case .double, .date: .fixed64
-        case .string, .bytes, .uuid, .url, .decimal: .lengthDelimited
+        case .string, .bytes, .uuid, .url, .decimal, .codable: .lengthDelimited
         }
     }
 }

@@ -50,7 +50,7 @@ extension Store {
             try checkOpen()
             var fresh: [UInt8] = []
             let probe = EntityBinding(schema: schema, entityId: record.entityId, propertyIds: ids, typeIdentifier: typeId, lastId: 0)
-            probe.encode(try Self.freshObject(T.self, binding: probe), into: &fresh)
+            try probe.encode(try Self.freshObject(T.self, binding: probe), into: &fresh)
             do {
                 try IndexBuilder.reconcile(&record, schema: schema, propertyIds: ids, encodedDefault: fresh, store: self)
             } catch {

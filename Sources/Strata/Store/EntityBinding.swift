@@ -53,7 +53,7 @@ final class EntityBinding: @unchecked Sendable {
     func defaultObject<T: Entity>(_ type: T.Type) throws(StrataError) -> DefaultEncoding {
         if let made = defaultEncoding.withLock({ $0 }) { return made }
         var encoded: [UInt8] = []
-        encode(try Store.freshObject(T.self, binding: self), into: &encoded)
+        try encode(try Store.freshObject(T.self, binding: self), into: &encoded)
         let made = DefaultEncoding(encoded)
         return defaultEncoding.withLock { cached in
             if let cached { return cached }
@@ -62,13 +62,16 @@ final class EntityBinding: @unchecked Sendable {
         }
     }
 
-    /// Encodes `object` into `buffer` (reused between calls).
-    func encode<T: Entity>(_ object: T, into buffer: inout [UInt8]) {
-        propertyIds.withUnsafeBufferPointer { ids in
+    /// Encodes `object` into `buffer` (reused between calls). Throws what a `Codable`
+    /// property's own `encode(to:)` threw.
+    func encode<T: Entity>(_ object: T, into buffer: inout [UInt8]) throws(StrataError) {
+        let failure = propertyIds.withUnsafeBufferPointer { ids in
             var writer = ObjectWriter(taking: &buffer, propertyIds: ids)
             object._strataEncode(to: &writer)
             swap(&buffer, &writer.bytes)
+            return writer.failure
         }
+        if let failure { throw .invalidValue(entity: name, id: object.id, property: "", reason: failure) }
     }
 
     /// Decodes stored bytes; decoding failures name the entity and id.

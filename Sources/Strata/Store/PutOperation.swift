@@ -69,7 +69,7 @@ struct PutOperation<T: Entity> {
             defer { t.putsInProgress.removeLast() }
             try visitRelations(of: &object, phase: .beforeWrite, id: id)
         }
-        b.encode(object, into: &t.scratch)
+        try b.encode(object, into: &t.scratch)
         guard t.scratch.count <= ObjectFormat.maxObjectBytes else {
             throw .objectTooLarge(entity: b.name, size: t.scratch.count, limit: ObjectFormat.maxObjectBytes)
         }

@@ -1,0 +1,177 @@
+/// A `Codable` property's value as the store keeps it (SPEC.md §11.3): a small self-describing
+/// tree, written in a compact binary form whose sets and keyed values are canonical (sorted),
+/// so that equal values have equal bytes.
+///
+/// ```
+/// value := 00 nil | 01 false | 02 true
+///        | 03 varint (zigzag)           signed integers
+///        | 04 varint                    unsigned integers
+///        | 05 u64 LE (IEEE bits)        Double, Float (widened)
+///        | 06 varint n · n bytes        String (UTF-8)
+///        | 07 varint n · value × n      unkeyed: arrays in order, sets sorted by their bytes
+///        | 08 varint n · (varint k · k bytes key · value) × n   keyed, keys sorted bytewise
+/// ```
+///
+/// ``StoredValue/codable(_:)`` hands it over when objects are read without their Swift type
+/// (`strata dump` writes it as JSON).
+public indirect enum CompactValue: Equatable, Sendable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case uint(UInt64)
+    case double(Double)
+    case string(String)
+    case array([CompactValue])
+    case keyed([(key: String, value: CompactValue)])
+
+    public static func == (a: CompactValue, b: CompactValue) -> Bool {
+        switch (a, b) {
+        case (.null, .null): true
+        case let (.bool(x), .bool(y)): x == y
+        case let (.int(x), .int(y)): x == y
+        case let (.uint(x), .uint(y)): x == y
+        case let (.double(x), .double(y)): x.bitPattern == y.bitPattern
+        case let (.string(x), .string(y)): x == y
+        case let (.array(x), .array(y)): x == y
+        case let (.keyed(x), .keyed(y)): x.elementsEqual(y) { $0.key == $1.key && $0.value == $1.value }
+        default: false
+        }
+    }
+
+    /// Nesting deeper than this is refused when reading (a crafted value must not exhaust
+    /// the stack) and when writing.
+    static let maxDepth = 64
+
+    // MARK: writing
+
+    /// The canonical bytes of this value.
+    func encoded() -> [UInt8] {
+        var out: [UInt8] = []
+        write(to: &out)
+        return out
+    }
+
+    func write(to out: inout [UInt8]) {
+        switch self {
+        case .null: out.append(0)
+        case let .bool(b): out.append(b ? 2 : 1)
+        case let .int(v):
+            out.append(3)
+            Self.appendVarint(UInt64(bitPattern: (v << 1) ^ (v >> 63)), to: &out)
+        case let .uint(v):
+            out.append(4)
+            Self.appendVarint(v, to: &out)
+        case let .double(d):
+            out.append(5)
+            withUnsafeBytes(of: d.bitPattern.littleEndian) { out.append(contentsOf: $0) }
+        case let .string(s):
+            out.append(6)
+            Self.appendVarint(UInt64(s.utf8.count), to: &out)
+            out.append(contentsOf: s.utf8)
+        case let .array(elements):
+            out.append(7)
+            Self.appendVarint(UInt64(elements.count), to: &out)
+            for e in elements { e.write(to: &out) }
+        case let .keyed(entries):
+            out.append(8)
+            Self.appendVarint(UInt64(entries.count), to: &out)
+            for (key, value) in entries.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+                Self.appendVarint(UInt64(key.utf8.count), to: &out)
+                out.append(contentsOf: key.utf8)
+                value.write(to: &out)
+            }
+        }
+    }
+
+    static func appendVarint(_ value: UInt64, to out: inout [UInt8]) {
+        var v = value
+        while v >= 0x80 {
+            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        out.append(UInt8(truncatingIfNeeded: v))
+    }
+
+    // MARK: reading
+
+    /// Parses `bytes`, which must hold exactly one value; throws `CodecFailure` for anything
+    /// that is not one written by ``write(to:)`` (unknown tags, lengths past the end, keys out
+    /// of order or repeated, nesting past ``maxDepth``).
+    static func parse(_ bytes: UnsafeRawBufferPointer) throws -> CompactValue {
+        var position = 0
+        let value = try parse(bytes, &position, depth: 0)
+        guard position == bytes.count else { throw CodecFailure("bytes after a Codable value") }
+        return value
+    }
+
+    private static func parse(_ bytes: UnsafeRawBufferPointer, _ position: inout Int, depth: Int) throws -> CompactValue {
+        guard depth < maxDepth else { throw CodecFailure("a Codable value nested more than \(maxDepth) deep") }
+        guard position < bytes.count else { throw CodecFailure("a Codable value ends early") }
+        let tag = bytes[position]
+        position += 1
+        switch tag {
+        case 0: return .null
+        case 1: return .bool(false)
+        case 2: return .bool(true)
+        case 3:
+            let z = try varint(bytes, &position)
+            return .int(Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1))))
+        case 4: return .uint(try varint(bytes, &position))
+        case 5:
+            guard bytes.count - position >= 8 else { throw CodecFailure("a Codable value ends inside a Double") }
+            let bits = bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self)
+            position += 8
+            return .double(Double(bitPattern: UInt64(littleEndian: bits)))
+        case 6: return .string(try string(bytes, &position))
+        case 7:
+            let n = try count(bytes, &position)
+            var elements: [CompactValue] = []
+            elements.reserveCapacity(n)
+            for _ in 0..<n { elements.append(try parse(bytes, &position, depth: depth + 1)) }
+            return .array(elements)
+        case 8:
+            let n = try count(bytes, &position)
+            var entries: [(key: String, value: CompactValue)] = []
+            entries.reserveCapacity(n)
+            for _ in 0..<n {
+                let key = try string(bytes, &position)
+                if let last = entries.last, !last.key.utf8.lexicographicallyPrecedes(key.utf8) {
+                    throw CodecFailure("Codable keys out of order or repeated")
+                }
+                entries.append((key, try parse(bytes, &position, depth: depth + 1)))
+            }
+            return .keyed(entries)
+        default:
+            throw CodecFailure("unknown Codable value tag \(tag)")
+        }
+    }
+
+    private static func varint(_ bytes: UnsafeRawBufferPointer, _ position: inout Int) throws -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while position < bytes.count {
+            let byte = bytes[position]
+            position += 1
+            if shift == 63 && byte > 1 { throw CodecFailure("a varint over 64 bits in a Codable value") }
+            result |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 { return result }
+            shift += 7
+        }
+        throw CodecFailure("a Codable value ends inside a varint")
+    }
+
+    /// An element count, at most the bytes left (every element takes at least one).
+    private static func count(_ bytes: UnsafeRawBufferPointer, _ position: inout Int) throws -> Int {
+        let n = try varint(bytes, &position)
+        guard n <= UInt64(bytes.count - position) else { throw CodecFailure("a Codable count of \(n) past the end") }
+        return Int(n)
+    }
+
+    private static func string(_ bytes: UnsafeRawBufferPointer, _ position: inout Int) throws -> String {
+        let n = try count(bytes, &position)
+        let raw = UnsafeRawBufferPointer(rebasing: bytes[position..<(position + n)])
+        position += n
+        guard let s = String(validating: raw, as: UTF8.self) else { throw CodecFailure("a Codable string that is not UTF-8") }
+        return s
+    }
+}
