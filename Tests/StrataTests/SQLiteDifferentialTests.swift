@@ -12,18 +12,31 @@ final class DiffRow {
     var note: String? = nil
     var maybe: Int64? = nil
     var flag = false
+    var uid = UUID(uuidString: "00000000-0000-0000-0000-000000000000")!
+    var price: Decimal = 0
 }
 
 /// The query engine against SQLite on the same rows: random conditions (comparisons, ranges,
 /// `isIn`, string matches, nil tests, `&&` and `||` nested), orderings on one or two
 /// properties, pages, and aggregates, each run on both and compared. Strata's rules are
 /// written out in SQL: a nil matches only `isNil()` and `!=`; nil orders first ascending and
-/// last descending; ties end by id; strings compare by their UTF-8 bytes (SQLite's BINARY).
+/// last descending; ties end by id; strings compare by their UTF-8 bytes (SQLite's BINARY), UUIDs
+/// by their 16 bytes (a BLOB), decimals as numbers (quarters, exact as SQLite's REAL).
 @Suite struct SQLiteDifferentialTests {
     static let scores: [Double] = [-2.5, -1, 0, 0.1, 0.5, 1, 1.5, 3.25, 100]
     static let labels = ["", "a", "ab", "abc", "b", "ba", "Z", "zeta", "é", "éa", "a é", "b1", "B"]
     static let parts = ["a", "ab", "b", "é", "Z", "z", "1", "ta"]
     static let notes = ["x", "m", "alpha", "x2", ""]
+    /// Quarters: exact in binary too, so SQLite's REAL compares them as Decimal does.
+    static func price(_ r: inout SplitMix64) -> Decimal { Decimal(r.below(81) - 40) / 4 }
+    static func uid(_ r: inout SplitMix64) -> UUID {
+        // Few distinct values, with bytes that order differently from their text.
+        let b = UInt8(r.below(6) * 45)
+        return UUID(uuid: (b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, UInt8(r.below(3))))
+    }
+    static func blob(_ u: UUID) -> String {
+        "x'" + withUnsafeBytes(of: u.uuid) { $0.map { String(format: "%02x", $0) }.joined() } + "'"
+    }
 
     /// A condition and the same condition in SQL.
     struct Case {
@@ -38,7 +51,7 @@ final class DiffRow {
     }
 
     static func leaf(_ r: inout SplitMix64) -> Case {
-        switch r.below(12) {
+        switch r.below(15) {
         case 0, 1:
             let v = r.below(111) - 55
             let (op, k) = compare(&r)
@@ -92,9 +105,30 @@ final class DiffRow {
                 let w = v + Int64(r.below(15))
                 return Case(condition: DiffRow.maybe.between(v, w), sql: "maybe BETWEEN \(v) AND \(w)")
             }
-        default:
+        case 11:
             let v = r.below(2) == 0
             return Case(condition: DiffRow.flag == v, sql: "flag = \(v ? 1 : 0)")
+        case 12, 13:
+            let v = price(&r)
+            let (op, k) = compare(&r)
+            let c: QueryCondition<DiffRow> = [DiffRow.price == v, DiffRow.price != v, DiffRow.price < v, DiffRow.price <= v,
+                                              DiffRow.price > v, DiffRow.price >= v][k]
+            return Case(condition: c, sql: "price \(op) \(v)")
+        default:
+            let v = uid(&r)
+            switch r.below(3) {
+            case 0:
+                let (op, k) = compare(&r)
+                let c: QueryCondition<DiffRow> = [DiffRow.uid == v, DiffRow.uid != v, DiffRow.uid < v, DiffRow.uid <= v,
+                                                  DiffRow.uid > v, DiffRow.uid >= v][k]
+                return Case(condition: c, sql: "uid \(op) \(blob(v))")
+            case 1:
+                let w = uid(&r)
+                return Case(condition: DiffRow.uid.isIn([v, w]), sql: "uid IN (\(blob(v)), \(blob(w)))")
+            default:
+                let w = price(&r)
+                return Case(condition: DiffRow.price.isIn([w, w + 1]), sql: "price IN (\(w), \(w + 1))")
+            }
         }
     }
 
@@ -110,7 +144,9 @@ final class DiffRow {
     static func order(_ builder: QueryBuilder<DiffRow>, _ r: inout SplitMix64, _ sql: inout [String]) -> QueryBuilder<DiffRow> {
         let direction: SortDirection = r.below(2) == 0 ? .ascending : .descending
         let word = direction == .ascending ? "ASC" : "DESC"
-        switch r.below(5) {
+        switch r.below(7) {
+        case 5: sql.append("price \(word)"); return builder.ordered(by: DiffRow.price, direction)
+        case 6: sql.append("uid \(word)"); return builder.ordered(by: DiffRow.uid, direction)
         case 0: sql.append("qty \(word)"); return builder.ordered(by: DiffRow.qty, direction)
         case 1: sql.append("score \(word)"); return builder.ordered(by: DiffRow.score, direction)
         case 2: sql.append("label \(word)"); return builder.ordered(by: DiffRow.label, direction)
@@ -149,7 +185,7 @@ final class DiffRow {
         let store = try Store(directoryPath: dir.path, options: .testing())
         defer { store.close() }
         let box = store.box(for: DiffRow.self)
-        try sqlite.query("CREATE TABLE t (id INTEGER PRIMARY KEY, qty INTEGER, score REAL, label TEXT, note TEXT, maybe INTEGER, flag INTEGER)")
+        try sqlite.query("CREATE TABLE t (id INTEGER PRIMARY KEY, qty INTEGER, score REAL, label TEXT, note TEXT, maybe INTEGER, flag INTEGER, uid BLOB, price REAL)")
 
         var r = SplitMix64(state: 41)
         var rows: [DiffRow] = []
@@ -161,6 +197,8 @@ final class DiffRow {
             row.note = r.below(10) < 3 ? nil : Self.notes[r.below(Self.notes.count)]
             row.maybe = r.below(10) < 3 ? nil : Int64(r.below(41) - 20)
             row.flag = r.below(2) == 0
+            row.uid = Self.uid(&r)
+            row.price = Self.price(&r)
             rows.append(row)
         }
         try box.put(rows)
@@ -172,12 +210,13 @@ final class DiffRow {
         for i in stride(from: 0, to: kept.count, by: 7) {
             kept[i].qty = r.below(101) - 50
             kept[i].note = r.below(2) == 0 ? nil : "m"
+            kept[i].price = Self.price(&r)
         }
         try box.put(Array(stride(from: 0, to: kept.count, by: 7).map { kept[$0] }))
         for row in kept {
             let note = row.note.map(SQLiteConnection.literal) ?? "NULL"
             let maybe = row.maybe.map(String.init) ?? "NULL"
-            try sqlite.query("INSERT INTO t VALUES (\(row.id), \(row.qty), \(row.score), \(SQLiteConnection.literal(row.label)), \(note), \(maybe), \(row.flag ? 1 : 0))")
+            try sqlite.query("INSERT INTO t VALUES (\(row.id), \(row.qty), \(row.score), \(SQLiteConnection.literal(row.label)), \(note), \(maybe), \(row.flag ? 1 : 0), \(Self.blob(row.uid)), \(row.price))")
         }
 
         var mismatches: [String] = []
@@ -204,7 +243,7 @@ final class DiffRow {
             }
             // Aggregates over the same rows.
             let agg = try sqlite.query("SELECT count(*), coalesce(sum(qty), 0), min(qty), max(qty), avg(qty), coalesce(sum(score), 0.0), "
-                                       + "min(label), max(label), coalesce(sum(maybe), 0), min(note), avg(maybe)" + whereSQL)[0]
+                                       + "min(label), max(label), coalesce(sum(maybe), 0), min(note), avg(maybe), min(price), max(price)" + whereSQL)[0]
             let qty = try query.property(DiffRow.qty)
             let checks: [(String, Bool)] = [
                 ("count", try query.count() == Int(Self.integer(agg[0]) ?? -1)),
@@ -218,6 +257,8 @@ final class DiffRow {
                 ("sum(maybe)", try query.property(DiffRow.maybe).sum() == Self.integer(agg[8])),
                 ("min(note)", try query.property(DiffRow.note).min().map(SQLiteConnection.Value.text) ?? .null == agg[9]),
                 ("avg(maybe)", Self.close(try query.property(DiffRow.maybe).average(), Self.real(agg[10]))),
+                ("min(price)", Self.close(try query.property(DiffRow.price).min().map { NSDecimalNumber(decimal: $0).doubleValue }, Self.real(agg[11]))),
+                ("max(price)", Self.close(try query.property(DiffRow.price).max().map { NSDecimalNumber(decimal: $0).doubleValue }, Self.real(agg[12]))),
             ]
             for (name, ok) in checks where !ok {
                 mismatches.append("#\(n) \(name) where \(c.sql): SQLite \(agg)")
