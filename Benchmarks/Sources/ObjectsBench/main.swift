@@ -11,6 +11,7 @@ import Strata
 //   strata-objects-bench graph-child SYSTEM DIR SCALE      (internal: one run, JSON out)
 //   strata-objects-bench aggregate [--flat N] [--reps R]  (a property query's sum vs decoding every order)
 //   strata-objects-bench backup [--scale X] [--reps R]    (backup, incremental backup, restore vs GRDB)
+//   strata-objects-bench values [--flat N] [--reps R]     (UUID, [String], a Codable struct: put and get vs GRDB)
 //
 // --stop-after ends each run after one phase (put-all, get-all, …): with valgrind's allocation
 // totals at two sizes it gives the allocations per object of the phases up to it.
@@ -87,6 +88,8 @@ let aggregateMode = args.first == "aggregate"
 if aggregateMode { args.removeFirst() }
 let backupMode = args.first == "backup"
 if backupMode { args.removeFirst() }
+let valuesMode = args.first == "values"
+if valuesMode { args.removeFirst() }
 var observePuts = 20_000
 var scale = 1.0
 while args.count >= 2 {
@@ -100,7 +103,7 @@ while args.count >= 2 {
     case "--stop-after" where FlatCrudPhase(rawValue: value) != nil: stopAfter = FlatCrudPhase(rawValue: value)
     case "--durability" where BenchDurability(rawValue: value) != nil: setenv(BenchDurability.environmentKey, value, 1)
     default:
-        print("usage: strata-objects-bench [graph | observe | aggregate | backup] [--flat N | --puts N | --scale X] [--reps R] [--only strata|grdb] [--stop-after PHASE] [--durability matched|sync]")
+        print("usage: strata-objects-bench [graph | observe | aggregate | backup | values] [--flat N | --puts N | --scale X] [--reps R] [--only strata|grdb] [--stop-after PHASE] [--durability matched|sync]")
         exit(2)
     }
 }
@@ -157,6 +160,16 @@ if aggregateMode {
         try AggregateBench.run(reps: reps, orders: flatCount)
     } catch {
         FileHandle.standardError.write("aggregate benchmark failed: \(error)\n".data(using: .utf8)!)
+        exit(1)
+    }
+    exit(0)
+}
+
+if valuesMode {
+    do {
+        try ValueTypesBench.run(count: flatCount, reps: reps)
+    } catch {
+        FileHandle.standardError.write("values benchmark failed: \(error)\n".data(using: .utf8)!)
         exit(1)
     }
     exit(0)
