@@ -38,7 +38,7 @@ extension Store {
     ///     return try tx.box(for: Customer.self).put(c)
     /// }
     /// ```
-    public func write<R: Sendable>(_ body: @escaping @Sendable (StoreTransaction) throws -> R) async throws -> R {
+    public func write<R>(_ body: @escaping @Sendable (StoreTransaction) throws -> sending R) async throws -> sending R {
         try await runOff(asyncQueues.writes) { [self] in
             try runInTransaction { try body(StoreTransaction(store: self, isWrite: true)) }
         }
@@ -47,20 +47,38 @@ extension Store {
     /// Runs `body` against one consistent snapshot on a thread of the store's, off the
     /// caller's; reads run in parallel with each other and with writers.
     ///
+    /// The result is `sending`: objects the body read (entities are not `Sendable`) cross to
+    /// the caller, a `@MainActor` view model say, because nothing else holds them once the
+    /// body returns. Their lazy relations still load, outside any transaction, from the
+    /// store's latest state. What may not cross: the ``StoreTransaction`` itself, and objects
+    /// the body stored somewhere else as well (the compiler refuses both).
+    ///
     /// ```swift
-    /// let names = try await store.read { tx in try tx.box(for: Customer.self).all().map(\.name) }
+    /// @MainActor final class CustomersModel {
+    ///     var customers: [Customer] = []
+    ///     func load(from store: Store) async throws {
+    ///         customers = try await store.read { tx in try tx.box(for: Customer.self).all() }
+    ///         print(customers.first?.orders.count ?? 0)   // loads on the main actor
+    ///     }
+    /// }
     /// ```
-    public func read<R: Sendable>(_ body: @escaping @Sendable (StoreTransaction) throws -> R) async throws -> R {
+    public func read<R>(_ body: @escaping @Sendable (StoreTransaction) throws -> sending R) async throws -> sending R {
         try await runOff(asyncQueues.reads) { [self] in
             try runInReadOnlyTransaction { try body(StoreTransaction(store: self, isWrite: false)) }
         }
     }
 
-    private func runOff<R: Sendable>(_ queue: DispatchQueue, _ work: @escaping @Sendable () throws -> R) async throws -> R {
+    private func runOff<R>(_ queue: DispatchQueue, _ work: @escaping @Sendable () throws -> sending R) async throws -> sending R {
         try Task.checkCancellation()
         try checkOpen()
-        return try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try work() }) }
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, any Error>) in
+            queue.async {
+                do {
+                    continuation.resume(returning: try work())
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
         }
     }
 }
