@@ -96,7 +96,11 @@ enum IndexBuilder {
 
     private static func report(_ store: Store, _ record: EntityRecord, _ p: EntityRecord.Property, _ phase: IndexProgress.Phase,
                                done: Int, total: Int) {
-        store.indexProgress?(IndexProgress(entity: record.name, property: p.name, phase: phase, done: done, total: total))
+        guard let progress = store.indexProgress else { return }
+        let value = IndexProgress(entity: record.name, property: p.name, phase: phase, done: done, total: total)
+        // Marked as a callback: a store call from inside it is refused (the catalog and write
+        // locks are this thread's until the build ends).
+        CallbackScope.run("the store's indexProgress") { progress(value) }
     }
 
     /// The entries of a build or drop, written every `chunk` objects so that neither holds one

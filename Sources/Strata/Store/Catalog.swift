@@ -17,6 +17,8 @@ extension Store {
     /// The binding of `type` in this store, made at the first call (schema reconciled, indexes
     /// built); a schema conflict is the failure of every later call too.
     func binding<T: Entity>(for type: T.Type) -> Result<EntityBinding, StrataError> {
+        // Inside `indexProgress` the catalog lock is held by this thread: waiting would be forever.
+        if let name = CallbackScope.current { return .failure(.storage(.calledFromCallback(name))) }
         let typeId = ObjectIdentifier(type)
         if let b = catalog.withLock({ $0.bindings[typeId] }) { return b }
         // Binding may build indexes, which needs the write lock (taken before the catalog lock,

@@ -157,6 +157,7 @@ public final class Store: @unchecked Sendable {
 
     func checkOpen() throws(StrataError) {
         if !engine.isOpen { throw .storeClosed }
+        do { try CallbackScope.check() } catch { throw .storage(error) }
     }
 
     /// The box that stores objects of `type`.
@@ -191,6 +192,7 @@ public final class Store: @unchecked Sendable {
     /// ```
     @discardableResult
     public func runInTransaction<R>(_ body: () throws -> R) throws -> R {
+        try checkOpen()
         if let current = TransactionContext.current(for: self) {
             guard current.isWrite else { throw StrataError.readOnly }
             return try Self.withSavepoint(current, body)
@@ -248,6 +250,7 @@ public final class Store: @unchecked Sendable {
     /// ```
     @discardableResult
     public func runInReadOnlyTransaction<R>(_ body: () throws -> R) throws -> R {
+        try checkOpen()
         if TransactionContext.current(for: self) != nil { return try body() }
         let snapshot: Snapshot
         do { snapshot = try engine.snapshot() } catch { throw StrataError(error) }

@@ -69,7 +69,9 @@ public struct StoreOptions: Sendable {
     }
     /// Called while the store builds or drops a secondary index: when a type gains or loses
     /// `@Index`/`@Unique` on an existing store, at the first ``Store/box(for:)`` of that type.
-    /// Called from that thread, after each chunk of objects, and once at the end.
+    /// Called from that thread, after each chunk of objects, and once at the end. A store
+    /// call from inside it throws `StorageError.calledFromCallback` (wrapped in
+    /// ``StrataError/storage(_:)``): the build holds the store's locks.
     ///
     /// ```swift
     /// options.indexProgress = { p in print("\(p.entity).\(p.property): \(p.done)/\(p.total)") }

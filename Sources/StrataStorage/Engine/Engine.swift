@@ -193,6 +193,12 @@ public final class Engine: @unchecked Sendable {
     /// in the write-ahead log and is replayed at the next open. Further calls throw
     /// ``StorageError/closed``. Closing twice is harmless.
     public func close() {
+        // From inside a callback, close() would wait for the work that runs the callback: it
+        // closes once the callback has returned instead.
+        if CallbackScope.current != nil {
+            DispatchQueue.global().async { [self] in close() }
+            return
+        }
         guard isClosed.exchange(true, ordering: .acquiringAndReleasing) == false else { return }
         commitLock.lock()
         commitLock.broadcast()   // stalled writers wake, see the engine closed, and leave
@@ -219,6 +225,13 @@ public final class Engine: @unchecked Sendable {
 
     @inline(__always) func checkOpen() throws {
         if isClosed.load(ordering: .relaxed) { throw StorageError.closed }
+        try CallbackScope.check()
+    }
+
+    /// Reports `event` to the app's listener, marked as a callback (``CallbackScope``).
+    func report(_ event: EngineEvent) {
+        guard let listener = options.eventListener else { return }
+        CallbackScope.run("the engine's event listener") { listener(event) }
     }
 
     /// Whether ``close()`` was called.

@@ -137,12 +137,12 @@ extension Engine {
     }
 
     func runCompactionJob(_ job: CompactionJob, version: Version, meter: inout CompactionMeter) throws {
-        options.eventListener?(.compactionBegan(level: job.level, outputLevel: job.outputLevel))
+        report(.compactionBegan(level: job.level, outputLevel: job.outputLevel))
         do {
             try mergeCompactionJob(job, version: version, meter: &meter)
-            options.eventListener?(.compactionEnded(succeeded: true))
+            report(.compactionEnded(succeeded: true))
         } catch {
-            options.eventListener?(.compactionEnded(succeeded: false))
+            report(.compactionEnded(succeeded: false))
             throw error
         }
     }

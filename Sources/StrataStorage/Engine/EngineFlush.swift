@@ -47,7 +47,7 @@ extension Engine {
         }
         let logNumber = immutableLogNumber
         commitLock.unlock()
-        options.eventListener?(.flushBegan)
+        report(.flushBegan)
 
         var written: [String] = []
         var result: StorageError?
@@ -79,7 +79,7 @@ extension Engine {
         // engine runs after close returns (another process may own the directory by then).
         // An archived store keeps the logs its archive still lacks (the archiver removes them).
         if result == nil { removeObsoleteWals(before: min(logNumber, archiver?.firstUnshippedWal ?? .max)) }
-        options.eventListener?(.flushEnded(succeeded: result == nil))
+        report(.flushEnded(succeeded: result == nil))
         commitLock.lock()
         var obsolete: [LogWriter] = []
         if let result {

@@ -80,7 +80,9 @@ public struct EngineOptions: Sendable {
     /// ```
     public var idKeySpaces: Set<String> = []
     /// Called on the engine's background threads when a flush or compaction begins and ends.
-    /// Keep it short: the work waits for it.
+    /// Keep it short: the work waits for it. A call into the engine from inside it throws
+    /// ``StorageError/calledFromCallback(_:)`` (it would wait for itself); ``Engine/close()``
+    /// from inside it closes once it has returned. Hand such work to another queue.
     ///
     /// ```swift
     /// options.eventListener = { event in if case .flushBegan = event { print("flushing") } }

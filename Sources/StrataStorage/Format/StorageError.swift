@@ -47,6 +47,9 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A backup's destination holds something that is not an unchanged backup made by Strata
     /// (files of another kind, or a backup opened and written to since): it is never replaced.
     case destinationInUse(path: String, reason: String)
+    /// A call into the engine or the store from inside one of its callbacks (named), which
+    /// runs while the engine waits for it: it would wait for itself (``CallbackScope``).
+    case calledFromCallback(String)
 
     public var description: String {
         switch self {
@@ -69,6 +72,8 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .writesStopped(reason): "writes are stopped until the store is reopened: \(reason)"
         case .cancelled: "cancelled"
         case let .destinationInUse(path, reason): "\(path) cannot take a backup: \(reason)"
+        case let .calledFromCallback(name):
+            "called from inside \(name), which the engine waits for: call it from another queue or task instead"
         }
     }
 }
