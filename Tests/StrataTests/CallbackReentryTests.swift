@@ -50,3 +50,40 @@ import Testing
         #expect(try store.box(for: Customer.self).count() == 1)
     }
 }
+
+/// Relation accessors that cannot throw say why a lazy load failed (issue 39).
+@Suite struct RelationLoadErrorTests {
+    @Test func aFailedLazyLoadIsVisibleOnTheRelation() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        let ada = Buyer(name: "Ada")
+        try store.box(for: Purchase.self).put([Purchase(summary: "a", buyer: ada), Purchase(summary: "b", buyer: ada)])
+        let purchase = try #require(try store.box(for: Purchase.self).get(1))
+        let buyer = try #require(try store.box(for: Buyer.self).get(ada.id))
+        store.close()
+        #expect(purchase.customerTargetAfterClose == nil)
+        #expect(purchase.buyer.loadError == .storeClosed)
+        #expect(Array(buyer.purchases).isEmpty)
+        #expect(buyer.purchases.loadError == .storeClosed)
+        #expect(throws: StrataError.storeClosed) { try buyer.purchases.load() }
+        buyer.purchases.append(Purchase(summary: "c"))
+        #expect(throws: StrataError.storeClosed) { try buyer.purchases.applyToDb() }
+    }
+
+    @Test func aLoadThatWorksClearsTheError() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        defer { store.close() }
+        let ada = Buyer(name: "Ada")
+        try store.box(for: Purchase.self).put(Purchase(summary: "a", buyer: ada))
+        let purchase = try #require(try store.box(for: Purchase.self).get(1))
+        #expect(purchase.buyer.target?.name == "Ada")
+        #expect(purchase.buyer.loadError == nil)
+        let buyer = try #require(try store.box(for: Buyer.self).get(ada.id))
+        #expect(buyer.purchases.count == 1 && buyer.purchases.loadError == nil)
+    }
+}
+
+extension Purchase {
+    var customerTargetAfterClose: Buyer? { buyer.target }
+}

@@ -138,4 +138,34 @@ import Testing
         #expect(c.id == 91)
         #expect(try s.box(for: Buyer.self).count() == 4)
     }
+
+    /// Inside a write transaction, objects and edges read without their type are those the
+    /// transaction sees: its own puts and removals included (issue 39).
+    @Test func storedObjectsAndEdgesSeeTheTransactionsOwnWrites() throws {
+        let dir = TemporaryDirectory()
+        let s = try Store(directoryPath: dir.path, options: .testing())
+        defer { s.close() }
+        let ada = Buyer(name: "Ada")
+        try s.box(for: Purchase.self).put(Purchase(summary: "kept", buyer: ada))
+        let gone = try s.box(for: Buyer.self).put(Buyer(name: "Gone"))
+        try s.runInTransaction {
+            try s.box(for: Purchase.self).put(Purchase(summary: "new", buyer: ada))
+            try s.box(for: Buyer.self).remove(gone)
+            var names: [String] = []
+            try s.storedObjects(of: "Buyer") { o in
+                if case let .string(n)? = o.values.first(where: { $0.name == "name" })?.value { names.append(n) }
+                return true
+            }
+            #expect(names == ["Ada"])
+            var summaries: [String] = []
+            try s.storedObjects(of: "Purchase") { o in
+                if case let .string(n)? = o.values.first(where: { $0.name == "summary" })?.value { summaries.append(n) }
+                return true
+            }
+            #expect(summaries == ["kept", "new"])
+            var edges = 0
+            try s.storedEdges(of: "Purchase.buyer") { _ in edges += 1; return true }
+            #expect(edges == 2)
+        }
+    }
 }

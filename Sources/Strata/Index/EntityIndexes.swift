@@ -110,8 +110,6 @@ final class EntityIndexes: Sendable {
         return CompositeLayout(slotMap: map, types: types, foldedSlot: foldedSlot, defaults: defaults, components: components)
     }
 
-    var hasUnique: Bool { properties.contains { $0.isUnique } }
-
     /// Whether an index reads the field of property `id` (a to-one leading or inside a
     /// composite index: clearing it moves entries).
     func reads(propertyId id: UInt32) -> Bool {

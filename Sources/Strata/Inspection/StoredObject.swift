@@ -132,8 +132,10 @@ extension Store {
             let prefix = ObjectKey.prefix(entityId: record.entityId)
             var lower = prefix
             IndexKey.appendBigEndian(from, to: &lower)
-            let it = try engine.makeIterator(in: objects, lowerBound: lower, upperBound: Engine.prefixSuccessor(prefix),
-                                             snapshot: t?.snapshot)
+            let upper = Engine.prefixSuccessor(prefix)
+            let engineIterator = try engine.makeIterator(in: objects, lowerBound: lower, upperBound: upper, snapshot: t?.snapshot)
+            // Inside a write transaction, what it wrote and removed so far counts too.
+            let it = TransactionIterator(space: t?.overlay?.space(.objects), over: engineIterator, lower: lower, upper: upper)
             try it.seekToFirst()
             var n = 0
             while it.isValid, limit.map({ n < $0 }) ?? true {
@@ -181,7 +183,10 @@ extension Store {
         withUnsafeBytes(of: record.entityId.bigEndian) { prefix.append(contentsOf: $0) }
         withUnsafeBytes(of: property.id.bigEndian) { prefix.append(contentsOf: $0) }
         try runInReadOnlyTransaction {
-            let it = try engine.makeIterator(in: edges, prefix: prefix, snapshot: TransactionContext.current(for: self)?.snapshot)
+            let t = TransactionContext.current(for: self)
+            let upper = Engine.prefixSuccessor(prefix)
+            let engineIterator = try engine.makeIterator(in: edges, lowerBound: prefix, upperBound: upper, snapshot: t?.snapshot)
+            let it = TransactionIterator(space: t?.overlay?.space(.edges), over: engineIterator, lower: prefix, upper: upper)
             try it.seekToFirst()
             while it.isValid {
                 guard let key = EdgeKey(bytes: it.key) else { throw StrataError.corruptRelation(reason: "malformed edge key in \(relation)") }

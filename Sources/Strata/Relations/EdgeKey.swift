@@ -52,11 +52,6 @@ struct EdgeKey: Hashable, Sendable {
         self.a = a
         self.b = b
     }
-
-    /// Whether this key shares `other`'s kind, relation and `a`.
-    func sharesPrefix(with other: EdgeKey) -> Bool {
-        kind == other.kind && entityId == other.entityId && propertyId == other.propertyId && a == other.a
-    }
 }
 
 /// The value of a `toManyList` edge: the target ids in the relation's order, as u64 LE.

@@ -29,6 +29,16 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     /// or stored: its elements then replace whatever the store holds).
     private var baselineKnown = false
     private(set) var hasChanges = false
+    /// Why the last lazy load failed: the collection's accessors cannot throw, so a relation
+    /// whose elements could not be read (a damaged object, a closed store) reads as empty and
+    /// says why here; nil once a load works. ``load()`` throws the error instead, and
+    /// ``applyToDb()`` refuses to write changes made over a load that failed.
+    ///
+    /// ```swift
+    /// for t in student.teachers { print(t.name) }
+    /// if let error = student.teachers.loadError { print("teachers not read: \(error)") }
+    /// ```
+    public private(set) var loadError: StrataError?
 
     public required init() {}
     public init(nilLiteral: ()) {}
@@ -47,12 +57,17 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     @inlinable public func makeIterator() -> IndexingIterator<[Element]> { loaded.makeIterator() }
 
     @inlinable var loaded: [Element] {
-        if !isLoaded { try? load() }
+        if !isLoaded { loadLazily() }
         return items
     }
 
+    /// A load for an accessor that cannot throw: the failure goes to ``loadError``.
+    @usableFromInline func loadLazily() {
+        do { try load() } catch { loadError = error }
+    }
+
     public func replaceSubrange<C: Collection>(_ subrange: Range<Int>, with newElements: C) where C.Element == Element {
-        if !isLoaded { try? load() }
+        if !isLoaded { loadLazily() }
         items.replaceSubrange(subrange, with: newElements)
         hasChanges = true
     }
@@ -92,6 +107,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
             return
         }
         items = try store.box(for: Element.self).get(ids)
+        loadError = nil
         // Every id found (the usual case): the ids are the baseline, in order, without reading
         // each element's id back through its conformance.
         baseline = items.count == ids.count ? ids : items.map { $0.id }
@@ -103,6 +119,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     /// Drops the cache and any unapplied change: the next access reads the store again.
     public func reset() {
         guard store != nil else { return }
+        loadError = nil
         items = []
         baseline = []
         baselineKnown = false
@@ -120,6 +137,8 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     /// ``StrataError/objectNotFound(entity:id:)``), and elements others added meanwhile stay (and
     /// appear here). If the enclosing transaction rolls back, the changes are unsaved again.
     public func applyToDb() throws(StrataError) {
+        // Changes made over a failed load would replace elements never seen.
+        if let loadError, !isLoaded { throw loadError }
         guard let store, ownerId != 0 else {
             throw .invalidRelation(reason: "ToMany<\(Element.self)> has no stored owner: put the object holding it first")
         }

@@ -56,6 +56,16 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     /// set, and no committed put has stored it since). A put of a stale copy whose target was
     /// removed meanwhile clears an unassigned relation, and refuses an assigned one.
     @usableFromInline @exclusivity(unchecked) private(set) var isAssigned = false
+    /// Why the last read of ``target`` failed: the property cannot throw, so a target that
+    /// could not be read (a damaged object, a closed store) reads as nil and says why here;
+    /// nil once a read works. ``resolveTarget()`` throws the error instead.
+    ///
+    /// ```swift
+    /// if order.customer.target == nil, let error = order.customer.loadError { print(error) }
+    /// ```
+    public var loadError: StrataError? { loadFailure?.error }
+    /// Boxed: one word in every `ToOne` (an inline `StrataError?` took several).
+    @usableFromInline @exclusivity(unchecked) var loadFailure: LoadFailure?
 
     /// An empty relation.
     public init(nilLiteral: ()) {}
@@ -102,7 +112,12 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     /// transaction, if any), then cached. Nil when there is none, or when it cannot be read;
     /// ``resolveTarget()`` throws the reason instead.
     public var target: Target? {
-        @inlinable get { try? resolveTarget() }
+        @inlinable get {
+            do { return try resolveTarget() } catch {
+                loadFailure = LoadFailure(error)
+                return nil
+            }
+        }
         set {
             cached = newValue
             storedTargetId = newValue?.id ?? 0
@@ -117,6 +132,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
         if isResolved { return cached }
         guard let store else { throw notAttached() }
         let loaded = try store.box(for: Target.self).get(storedTargetId)
+        if loadFailure != nil { loadFailure = nil }
         cached = loaded
         isResolved = true
         if loaded == nil { storedTargetId = 0 }
@@ -206,4 +222,11 @@ final class ToOneTargetBox<Target> {
 
 extension ToOne: RelationPutUndo {
     func undoPut() { isAssigned = true }
+}
+
+/// A relation's failed lazy load (``ToOne/loadError``), boxed to keep the relation small.
+@usableFromInline
+final class LoadFailure {
+    @usableFromInline let error: StrataError
+    @usableFromInline init(_ error: StrataError) { self.error = error }
 }

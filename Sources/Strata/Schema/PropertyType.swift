@@ -55,17 +55,6 @@ public enum PropertyType: UInt8, Sendable, CaseIterable, CustomStringConvertible
         case .codable: "Codable"
         }
     }
-
-    /// The wire type this property's non-nil values are written with.
-    @inlinable
-    var wireType: WireType {
-        switch self {
-        case .bool, .int8, .int16, .int32, .int64, .uint8, .uint16, .uint32, .uint64, .toOne, .toMany: .varint
-        case .float: .fixed32
-        case .double, .date: .fixed64
-        case .string, .bytes, .uuid, .url, .decimal, .codable: .lengthDelimited
-        }
-    }
 }
 
 extension PropertyType {
