@@ -182,6 +182,22 @@ import Testing
         #expect(throws: StorageError.corruption(file: manifest, offset: 0, reason: reason)) {
             try Engine.open(directory: "/db", options: readOnly)
         }
+        // `verify` replays the manifest as recovery does: what the engine refuses, it reports
+        // (before, it had its own replay without these checks and called such a store clean).
+        let report = try Engine.verify(directory: "/db", fileSystem: fs)
+        #expect(report.problems.contains { $0.file == manifest && $0.reason == reason })
+    }
+
+    /// A manifest record naming a file number past the limit: refused by the open and reported
+    /// by `verify` alike.
+    @Test func aFileNumberPastTheLimitIsReportedByVerify() throws {
+        let fs = InMemoryFileSystem()
+        var edit = VersionEdit()
+        edit.logNumber = FormatConstants.maxFileNumber + 1
+        let manifest = try Self.storeWithEdit(edit, in: fs)
+        #expect(throws: StorageError.self) { try Engine.open(directory: "/db", options: Self.memoryOptions(fs)) }
+        let report = try Engine.verify(directory: "/db", fileSystem: fs)
+        #expect(report.problems.contains { $0.file == manifest && $0.reason.contains("past the limit") })
     }
 
     /// A manifest whose last sequence is near the 56-bit limit: the writes that still fit work,

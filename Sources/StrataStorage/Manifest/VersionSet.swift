@@ -130,57 +130,16 @@ final class VersionSet: @unchecked Sendable {
         guard fileSystem.fileExists(path) else {
             throw StorageError.corruption(file: currentPath, offset: 0, reason: "CURRENT names \(name), which does not exist")
         }
-        var sawFormat = false
-        var metas: [UInt64: SegmentMeta] = [:]
-        var spaces: [UInt32: KeySpace] = [:]
         let file = try fileSystem.openReadable(path)
         defer { file.close() }
-        let reader = LogReader(file: file, path: path, allowsMarks: false)
-        let outcome = try reader.forEachRecord { record in
-            let payload = record.payload, offset = record.offset
-            guard let edit = VersionEdit.decode(payload) else {
-                throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "malformed manifest record")
-            }
-            if let v = edit.formatVersion {
-                guard v <= FormatConstants.storeFormatVersion else {
-                    throw StorageError.unsupportedFormatVersion(file: path, found: v, supported: FormatConstants.storeFormatVersion)
-                }
-                sawFormat = true
-                set.formatVersion = v
-            }
-            // Numbers are range-checked before anything adds to them.
-            let numbers = [edit.logNumber, edit.nextFileNumber].compactMap { $0 } + edit.addedSegments.map(\.fileNumber)
-                + edit.deletedSegments.map(\.fileNumber)
-            guard numbers.allSatisfy({ $0 <= FormatConstants.maxFileNumber }),
-                  (edit.lastSequence ?? 0) <= StorageLimits.maxSequence else {
-                throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "manifest record with a number past the limit")
-            }
-            if let v = edit.logNumber { set.logNumber = v }
-            if let v = edit.nextFileNumber { set.nextFileNumber = max(set.nextFileNumber, v) }
-            if let v = edit.lastSequence { set.lastSequence = max(set.lastSequence, v) }
-            for ks in edit.addedKeySpaces { spaces[ks.id] = ks }
-            for d in edit.deletedSegments { metas[d.fileNumber] = nil }
-            for m in edit.addedSegments { metas[m.fileNumber] = m }
-        }
-        guard sawFormat else {
-            throw StorageError.corruption(file: path, offset: 0, reason: "manifest has no format version record")
-        }
-        set.keySpaces = spaces.values.sorted { $0.id < $1.id }
-        // Key spaces are numbered densely from 0, `default` first, and named once (SPEC.md §4):
-        // the engine sizes its tables by their count and hands out the next id as that count.
-        let names = Set(set.keySpaces.map(\.name))
-        guard !set.keySpaces.isEmpty, set.keySpaces.count <= StorageLimits.maxKeySpaces,
-              set.keySpaces.enumerated().allSatisfy({ $0.offset == Int($0.element.id) }),
-              set.keySpaces[0].name == "default", names.count == set.keySpaces.count else {
-            throw StorageError.corruption(file: path, offset: 0,
-                                          reason: "manifest key spaces are not numbered 0, 1, … from default with distinct names")
-        }
-        for m in metas.values {
-            guard spaces[m.keySpaceId] != nil else {
-                throw StorageError.corruption(file: path, offset: 0, reason: "segment \(m.fileNumber) belongs to unknown key space \(m.keySpaceId)")
-            }
-            set.nextFileNumber = max(set.nextFileNumber, m.fileNumber + 1)
-        }
+        let (replay, outcome) = try ManifestReplay.read(file, path: path)
+        set.keySpaces = try replay.finish(path: path)
+        set.formatVersion = replay.formatVersion ?? set.formatVersion
+        set.logNumber = replay.logNumber
+        set.nextFileNumber = max(set.nextFileNumber, replay.nextFileNumber)
+        set.lastSequence = max(set.lastSequence, replay.lastSequence)
+        let metas = replay.segments
+        for m in metas.values { set.nextFileNumber = max(set.nextFileNumber, m.fileNumber + 1) }
         var edit = VersionEdit()
         edit.addedKeySpaces = set.keySpaces
         // The key spaces only: the segments join at `installRecoveredSegments`, once opened.

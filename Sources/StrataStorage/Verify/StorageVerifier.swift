@@ -161,8 +161,8 @@ struct StorageVerifier {
         var lastSequence: UInt64
     }
 
-    /// Replays the manifest's edits as recovery does, collecting damage instead of stopping at
-    /// the first; nil when the live segment set cannot be known.
+    /// Replays the manifest's edits with recovery's own replay (``ManifestReplay``), reporting
+    /// what it refuses as a problem; nil when the live segment set cannot be known.
     private mutating func readManifest(number: UInt64) -> ManifestState? {
         let path = joinPath(directory, VersionSet.manifestName(number))
         guard fs.fileExists(path) else {
@@ -170,50 +170,27 @@ struct StorageVerifier {
                                                   reason: "CURRENT names \(VersionSet.manifestName(number)), which does not exist"))
             return nil
         }
-        var metas: [UInt64: SegmentMeta] = [:]
-        var spaces = Set<UInt32>()
-        var logNumber: UInt64 = 0, lastSequence: UInt64 = 0
-        var sawFormat = false
-        var records = 0
+        // The engine's own replay (ManifestReplay), so that what recovery refuses is a problem here.
+        var replay = ManifestReplay()
+        let spaces: [KeySpace]
         do {
             let bytes = try fs.readWholeFile(path)
             report.bytesChecked += UInt64(bytes.count)
             let outcome = try LogReader(bytes: bytes, path: path, allowsMarks: false).forEachRecord { record in
-                let payload = record.payload, offset = record.offset
-                records += 1
-                guard let edit = VersionEdit.decode(payload) else {
-                    throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "malformed manifest record")
-                }
-                if let v = edit.formatVersion {
-                    guard v <= FormatConstants.storeFormatVersion else {
-                        throw StorageError.unsupportedFormatVersion(file: path, found: v, supported: FormatConstants.storeFormatVersion)
-                    }
-                    sawFormat = true
-                }
-                if let v = edit.logNumber { logNumber = v }
-                if let v = edit.lastSequence { lastSequence = max(lastSequence, v) }
-                for ks in edit.addedKeySpaces { spaces.insert(ks.id) }
-                for d in edit.deletedSegments { metas[d.fileNumber] = nil }
-                for m in edit.addedSegments { metas[m.fileNumber] = m }
+                try replay.apply(record.payload, offset: record.offset, path: path)
             }
             if outcome.droppedTornTail {
                 report.notes.append("\(path): torn last record at offset \(outcome.validEnd) (an edit that never took effect)")
             }
+            spaces = try replay.finish(path: path)
         } catch {
-            report.manifestRecords += records
+            report.manifestRecords += replay.records
             problem(error, file: path)
             return nil
         }
-        report.manifestRecords += records
-        guard sawFormat else {
-            report.problems.append(StorageProblem(file: path, offset: 0, reason: "manifest has no format version record"))
-            return nil
-        }
-        for m in metas.values where !spaces.contains(m.keySpaceId) {
-            report.problems.append(StorageProblem(file: path, offset: 0,
-                                                  reason: "segment \(m.fileNumber) belongs to unknown key space \(m.keySpaceId)"))
-        }
-        return ManifestState(segments: Array(metas.values), keySpaces: spaces, logNumber: logNumber, lastSequence: lastSequence)
+        report.manifestRecords += replay.records
+        return ManifestState(segments: Array(replay.segments.values), keySpaces: Set(spaces.map(\.id)),
+                             logNumber: replay.logNumber, lastSequence: replay.lastSequence)
     }
 
     /// Every block of one live segment: checksums, decompression, entry structure, key order,
