@@ -38,7 +38,10 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     /// for t in student.teachers { print(t.name) }
     /// if let error = student.teachers.loadError { print("teachers not read: \(error)") }
     /// ```
-    public private(set) var loadError: StrataError?
+    public var loadError: StrataError? { loadFailure?.error }
+    /// Boxed: one word in every `ToMany` (an inline `StrataError?` made every release of one
+    /// destroy it through the runtime).
+    private var loadFailure: LoadFailure?
 
     public required init() {}
     public init(nilLiteral: ()) {}
@@ -63,7 +66,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
 
     /// A load for an accessor that cannot throw: the failure goes to ``loadError``.
     @usableFromInline func loadLazily() {
-        do { try load() } catch { loadError = error }
+        do { try load() } catch { loadFailure = LoadFailure(error) }
     }
 
     public func replaceSubrange<C: Collection>(_ subrange: Range<Int>, with newElements: C) where C.Element == Element {
@@ -107,7 +110,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
             return
         }
         items = try store.box(for: Element.self).get(ids)
-        loadError = nil
+        if loadFailure != nil { loadFailure = nil }
         // Every id found (the usual case): the ids are the baseline, in order, without reading
         // each element's id back through its conformance.
         baseline = items.count == ids.count ? ids : items.map { $0.id }
@@ -119,7 +122,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     /// Drops the cache and any unapplied change: the next access reads the store again.
     public func reset() {
         guard store != nil else { return }
-        loadError = nil
+        loadFailure = nil
         items = []
         baseline = []
         baselineKnown = false
