@@ -1,6 +1,7 @@
 import Foundation
 @testable import Strata
 import StrataTestSupport
+import Synchronization
 import Testing
 
 struct Geo: Codable, Equatable {
@@ -201,5 +202,32 @@ final class ProfileWrongShape {
                                                        ("street", .string("Main 2")), ("zip", .int(10_002))])))
         try store.putStoredObjects([StoredObject(id: id, values: [("tags", .codable(.array([.string("z")])))])], of: "Profile")
         #expect(try box.get(id)?.tags == ["z"])
+    }
+
+    /// Change sets name objects whose Codable properties changed, and a live query on them
+    /// follows commits (issue 40).
+    @Test func changeSetsAndLiveQueriesFollowCodableProperties() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        defer { store.close() }
+        let box = store.box(for: Profile.self)
+        let p = Self.sample(1)
+        try box.put(p)
+        let updated = Mutex<Set<Id>>([])
+        let token = try store.subscribe(to: Profile.self) { changes in updated.withLock { $0.formUnion(changes[Profile.self].updated) } }
+        let query = try box.query { Profile.tags.contains("swift") }.build()
+        let seen = Mutex<[[Id]]>([])
+        let queryToken = try query.subscribe { result in
+            if case let .success(list) = result { seen.withLock { $0.append(list.map(\.id)) } }
+        }
+        p.tags.append("swift")
+        p.address.street = "Elm 1"
+        try box.put(p)
+        let deadline = Date().addingTimeInterval(10)
+        while (updated.withLock { $0 }.isEmpty || seen.withLock { $0.last } != [p.id]) && Date() < deadline { usleep(2_000) }
+        #expect(updated.withLock { $0 } == [p.id])
+        #expect(seen.withLock { $0.last } == [p.id])
+        token.cancel()
+        queryToken.cancel()
     }
 }
