@@ -253,7 +253,7 @@ extension URL: PersistableValue {
     }
 }
 
-/// Stored exactly, in an encoding whose bytes order as the numbers do (``OrderedDecimal``).
+/// Stored exactly, in an encoding whose bytes order as the numbers do (`OrderedDecimal`).
 extension Decimal: PersistableValue {
     @inlinable public static var _strataPropertyType: PropertyType { .decimal }
 

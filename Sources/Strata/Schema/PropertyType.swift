@@ -24,7 +24,7 @@ public enum PropertyType: UInt8, Sendable, CaseIterable, CustomStringConvertible
     case uuid = 17
     /// A `URL`: its absolute string, UTF-8.
     case url = 18
-    /// A `Decimal`: an exact, order-preserving encoding (``OrderedDecimal``), so that stored
+    /// A `Decimal`: an exact, order-preserving encoding (`OrderedDecimal`), so that stored
     /// bytes compare as the numbers do.
     case decimal = 19
     /// Any other `Codable` value (a struct, an array, a set, a dictionary): its
