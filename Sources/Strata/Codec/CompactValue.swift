@@ -98,47 +98,43 @@ public indirect enum CompactValue: Equatable, Sendable {
     /// that is not one written by ``write(to:)`` (unknown tags, lengths past the end, keys out
     /// of order or repeated, nesting past ``maxDepth``).
     static func parse(_ bytes: UnsafeRawBufferPointer) throws -> CompactValue {
-        var position = 0
-        let value = try parse(bytes, &position, depth: 0)
-        guard position == bytes.count else { throw CodecFailure("bytes after a Codable value") }
+        guard !bytes.isEmpty else { throw CodecFailure("a Codable value ends early") }
+        // The object codec's own primitives (varints, lengths checked against the end).
+        var reader = ObjectReader(payload: bytes)
+        let value = try parse(&reader, depth: 0)
+        guard reader.isAtEnd else { throw CodecFailure("bytes after a Codable value") }
         return value
     }
 
-    private static func parse(_ bytes: UnsafeRawBufferPointer, _ position: inout Int, depth: Int) throws -> CompactValue {
+    private static func parse(_ reader: inout ObjectReader, depth: Int) throws -> CompactValue {
         guard depth < maxDepth else { throw CodecFailure("a Codable value nested more than \(maxDepth) deep") }
-        guard position < bytes.count else { throw CodecFailure("a Codable value ends early") }
-        let tag = bytes[position]
-        position += 1
+        let tag = try reader.readByte()
         switch tag {
         case 0: return .null
         case 1: return .bool(false)
         case 2: return .bool(true)
         case 3:
-            let z = try varint(bytes, &position)
+            let z = try reader.readVarint()
             return .int(Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1))))
-        case 4: return .uint(try varint(bytes, &position))
-        case 5:
-            guard bytes.count - position >= 8 else { throw CodecFailure("a Codable value ends inside a Double") }
-            let bits = bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self)
-            position += 8
-            return .double(Double(bitPattern: UInt64(littleEndian: bits)))
-        case 6: return .string(try string(bytes, &position))
+        case 4: return .uint(try reader.readVarint())
+        case 5: return .double(Double(bitPattern: try reader.readFixed64()))
+        case 6: return .string(try string(&reader))
         case 7:
-            let n = try count(bytes, &position)
+            let n = try count(&reader)
             var elements: [CompactValue] = []
             elements.reserveCapacity(n)
-            for _ in 0..<n { elements.append(try parse(bytes, &position, depth: depth + 1)) }
+            for _ in 0..<n { elements.append(try parse(&reader, depth: depth + 1)) }
             return .array(elements)
         case 8:
-            let n = try count(bytes, &position)
+            let n = try count(&reader)
             var entries: [(key: String, value: CompactValue)] = []
             entries.reserveCapacity(n)
             for _ in 0..<n {
-                let key = try string(bytes, &position)
+                let key = try string(&reader)
                 if let last = entries.last, !last.key.utf8.lexicographicallyPrecedes(key.utf8) {
                     throw CodecFailure("Codable keys out of order or repeated")
                 }
-                entries.append((key, try parse(bytes, &position, depth: depth + 1)))
+                entries.append((key, try parse(&reader, depth: depth + 1)))
             }
             return .keyed(entries)
         default:
@@ -146,32 +142,17 @@ public indirect enum CompactValue: Equatable, Sendable {
         }
     }
 
-    private static func varint(_ bytes: UnsafeRawBufferPointer, _ position: inout Int) throws -> UInt64 {
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while position < bytes.count {
-            let byte = bytes[position]
-            position += 1
-            if shift == 63 && byte > 1 { throw CodecFailure("a varint over 64 bits in a Codable value") }
-            result |= UInt64(byte & 0x7F) << shift
-            if byte < 0x80 { return result }
-            shift += 7
-        }
-        throw CodecFailure("a Codable value ends inside a varint")
-    }
-
     /// An element count, at most the bytes left (every element takes at least one).
-    private static func count(_ bytes: UnsafeRawBufferPointer, _ position: inout Int) throws -> Int {
-        let n = try varint(bytes, &position)
-        guard n <= UInt64(bytes.count - position) else { throw CodecFailure("a Codable count of \(n) past the end") }
+    private static func count(_ reader: inout ObjectReader) throws -> Int {
+        let n = try reader.readVarint()
+        guard n <= UInt64(reader.end - reader.position) else { throw CodecFailure("a Codable count of \(n) past the end") }
         return Int(n)
     }
 
-    private static func string(_ bytes: UnsafeRawBufferPointer, _ position: inout Int) throws -> String {
-        let n = try count(bytes, &position)
-        let raw = UnsafeRawBufferPointer(rebasing: bytes[position..<(position + n)])
-        position += n
-        guard let s = String(validating: raw, as: UTF8.self) else { throw CodecFailure("a Codable string that is not UTF-8") }
+    private static func string(_ reader: inout ObjectReader) throws -> String {
+        guard let s = String(validating: try reader.readLengthDelimited(), as: UTF8.self) else {
+            throw CodecFailure("a Codable string that is not UTF-8")
+        }
         return s
     }
 }

@@ -31,6 +31,18 @@ public struct ObjectReader {
         self.ownerId = ownerId
     }
 
+    /// Reads `bytes` with the codec's primitives: a field's payload (a Codable value), not an
+    /// object (no codec version byte, no fields). `bytes` must not be empty.
+    init(payload bytes: UnsafeRawBufferPointer) {
+        base = bytes.baseAddress!
+        end = bytes.count
+        position = 0
+        fieldMap = UnsafeBufferPointer(start: nil, count: 0)
+        store = nil
+        binding = nil
+        ownerId = 0
+    }
+
     /// Reads the current field into a to-one relation (the target's id; the target loads lazily).
     public mutating func read<T: Entity>(_ relation: ToOne<T>) throws {
         var id: Id = 0
@@ -158,6 +170,16 @@ public struct ObjectReader {
         }
         throw CodecFailure("object ends inside a varint")
     }
+
+    /// One byte (a tag inside a Codable value).
+    mutating func readByte() throws -> UInt8 {
+        guard position < end else { throw CodecFailure("a value ends early") }
+        position += 1
+        return base.load(fromByteOffset: position - 1, as: UInt8.self)
+    }
+
+    /// Whether every byte was read.
+    var isAtEnd: Bool { position == end }
 
     @inlinable
     mutating func readFixed32() throws -> UInt32 {

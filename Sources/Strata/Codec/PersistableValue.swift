@@ -223,7 +223,12 @@ extension UUID: PersistableValue {
     @inlinable
     public static func _strataRead(from reader: inout ObjectReader) throws -> UUID {
         try reader.expect(.lengthDelimited)
-        let raw = try reader.readLengthDelimited()
+        return try fromStored(try reader.readLengthDelimited())
+    }
+
+    /// The UUID stored as `raw` (every reader of stored UUIDs decodes them here).
+    @usableFromInline
+    static func fromStored(_ raw: UnsafeRawBufferPointer) throws -> UUID {
         guard raw.count == 16 else { throw CodecFailure("a UUID of \(raw.count) bytes") }
         var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: raw) }
@@ -237,15 +242,19 @@ extension URL: PersistableValue {
 
     @inlinable
     public func _strataWrite(to writer: inout ObjectWriter, id: UInt32) {
-        writer.appendTag(id: id, wire: .lengthDelimited)
-        var s = absoluteString
-        s.withUTF8 { writer.appendLengthDelimited(UnsafeRawBufferPointer($0)) }
+        absoluteString._strataWrite(to: &writer, id: id)
     }
 
     @inlinable
     public static func _strataRead(from reader: inout ObjectReader) throws -> URL {
         try reader.expect(.lengthDelimited)
-        let raw = try reader.readLengthDelimited()
+        return try fromStored(try reader.readLengthDelimited())
+    }
+
+    /// The URL stored as `raw`: valid UTF-8 that parses (every reader of stored URLs decodes
+    /// them here).
+    @usableFromInline
+    static func fromStored(_ raw: UnsafeRawBufferPointer) throws -> URL {
         guard let s = String(validating: raw, as: UTF8.self), let url = URL(string: s) else {
             throw CodecFailure("stored URL bytes are no URL")
         }

@@ -34,10 +34,8 @@ enum IndexValueText {
             case .string, .url:
                 let s = String(decoding: raw, as: UTF8.self)
                 return "\"" + (s.count > 80 ? s.prefix(80) + "…" : s) + "\""
-            case .uuid where raw.count == 16:
-                var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-                withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: raw) }
-                return UUID(uuid: value).uuidString
+            case .uuid:
+                if let u = try? raw.withUnsafeBytes({ try UUID.fromStored($0) }) { return u.uuidString }
             case .decimal:
                 if let d = try? raw.withUnsafeBytes({ try OrderedDecimal.decode($0) }) { return d.description }
             default:

@@ -95,16 +95,8 @@ struct StoredObjectDecoder {
         case let (.string, .bytes(b)):
             guard let s = String(validating: b, as: UTF8.self) else { throw CodecFailure("string field is not valid UTF-8") }
             return .string(s)
-        case let (.uuid, .bytes(b)):
-            guard b.count == 16 else { throw CodecFailure("a UUID of \(b.count) bytes") }
-            var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-            withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: b) }
-            return .uuid(UUID(uuid: value))
-        case let (.url, .bytes(b)):
-            guard let s = String(validating: b, as: UTF8.self), let url = URL(string: s) else {
-                throw CodecFailure("stored URL bytes are no URL")
-            }
-            return .url(url)
+        case let (.uuid, .bytes(b)): return .uuid(try UUID.fromStored(b))
+        case let (.url, .bytes(b)): return .url(try URL.fromStored(b))
         case let (.decimal, .bytes(b)): return .decimal(try OrderedDecimal.decode(b))
         case let (.codable, .bytes(b)): return .codable(try CompactValue.parse(b))
         case let (_, .bytes(b)): return .bytes(Array(b))

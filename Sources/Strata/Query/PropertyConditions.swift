@@ -170,8 +170,11 @@ extension Property where Value: _OptionalCodable {
 extension Property where Value: Collection & Codable, Value.Element: Encodable {
     /// Objects whose array or set property holds `element` (`Post.tags.contains("swift")`).
     public func contains(_ element: Value.Element) -> QueryCondition<Owner> {
-        let bytes = (try? CompactValueEncoder.encode(element).encoded()) ?? []
-        return condition { .elements(field: $0, .contains(bytes)) }
+        // Parsed back from its bytes: the form a stored element has, compared with it as is.
+        let stored = (try? CompactValueEncoder.encode(element).encoded()).flatMap { bytes in
+            try? bytes.withUnsafeBytes { try CompactValue.parse($0) }
+        }
+        return condition { .elements(field: $0, .contains(stored)) }
     }
 
     /// The number of elements of an array or set property, to compare (`Post.tags.count >= 2`).

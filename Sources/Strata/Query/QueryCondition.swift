@@ -38,8 +38,9 @@ enum StringOperator: Sendable {
 
 /// What a condition asks of a `Codable` array's or set's elements.
 enum ElementCondition: Sendable {
-    /// An element's stored bytes (``CompactValue``) equal these.
-    case contains([UInt8])
+    /// An element equal to this one, in stored form (as a stored element parses: equal values
+    /// have equal stored forms). Nil: a value whose own `encode(to:)` threw, which matches nothing.
+    case contains(CompactValue?)
     /// The number of elements compares so with the number.
     case count(CompareOperator, Int)
 
@@ -48,7 +49,7 @@ enum ElementCondition: Sendable {
     func holds(_ raw: UnsafeRawBufferPointer) throws -> Bool {
         guard case let .array(elements) = try CompactValue.parse(raw) else { return false }
         switch self {
-        case let .contains(element): return elements.contains { $0.encoded() == element }
+        case let .contains(element): return element.map(elements.contains) ?? false
         case let .count(op, n): return op.holds(elements.count < n ? -1 : (elements.count == n ? 0 : 1))
         }
     }
