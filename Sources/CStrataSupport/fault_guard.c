@@ -9,8 +9,13 @@
 // before, or restores the default action and returns, so the faulting instruction runs again
 // and ends the process exactly as it would have without this file.
 //
-// SA_NODEFER keeps SIGBUS unblocked while the handler runs, so jumping out of it needs no saved
-// signal mask (sigsetjmp(..., 0) is a few stores, not a system call per copy).
+// SA_NODEFER keeps SIGBUS unblocked while the handler runs, so the copy needs no saved signal
+// mask (sigsetjmp(..., 0) is a few stores, not a system call per copy). A wrapper may still block
+// signals around the handler: ThreadSanitizer installs every handler with a full mask and calls
+// ours from its own. A jump out of the handler would then leave SIGBUS blocked on the thread, and
+// the thread's next fault, a SIGBUS the kernel cannot deliver, would end the process (the SIGBUS
+// seen in TSan runs of MappedFaultTests). So the handler puts back the interrupted code's mask,
+// which the kernel saved in the context, before it jumps: one system call, on the fault path only.
 #define _GNU_SOURCE
 #include "CStrataSupport.h"
 
@@ -18,6 +23,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <string.h>
+#include <ucontext.h>
 
 static struct sigaction previous_action;
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
@@ -27,6 +33,7 @@ static void bus_error_handler(int signal_number, siginfo_t *info, void *context)
     sigjmp_buf *jump = active_copy;
     if (jump != NULL && info != NULL && info->si_code > 0) {
         active_copy = NULL;
+        if (context != NULL) pthread_sigmask(SIG_SETMASK, &((ucontext_t *)context)->uc_sigmask, NULL);
         siglongjmp(*jump, 1);
     }
     if (previous_action.sa_flags & SA_SIGINFO) {

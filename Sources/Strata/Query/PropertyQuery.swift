@@ -77,7 +77,7 @@ public struct PropertyQuery<T: Entity, V: PersistableValue> {
         }
         let store = query.store
         let field = field
-        try store.read(consistent: true) { t in
+        try query.box.read(consistent: true) { t in
             let b = try store.binding(for: T.self).get()
             try QueryRun.scan(T.self, condition: query.condition, fieldsNeeded: [field],
                               store: store, binding: b, in: t) { _, m throws(StrataError) in
@@ -94,7 +94,7 @@ public struct PropertyQuery<T: Entity, V: PersistableValue> {
         let field = field
         var seen = Set<QueryValue>()
         let distinct = isDistinct
-        try store.read(consistent: true) { t in
+        try query.box.read(consistent: true) { t in
             let b = try store.binding(for: T.self).get()
             let defaults = try b.defaultObject(T.self)
             let reader = FieldDecoder<V>(binding: b, field: field, defaults: UnsafeRawBufferPointer(defaults.bytes))
@@ -107,7 +107,7 @@ public struct PropertyQuery<T: Entity, V: PersistableValue> {
                 let ids = try query.ids(in: t, offset: 0, limit: nil)
                 var values: [Id: (V, QueryValue)?] = [:]
                 do {
-                    try store.box(for: T.self).forEachStored(ids.sorted(), binding: b, in: t) { id, raw in
+                    try query.box.forEachStored(ids.sorted(), binding: b, in: t) { id, raw in
                         values[id] = try reader.value(in: raw, id: id, entity: b.name, keyed: distinct)
                         return true
                     }

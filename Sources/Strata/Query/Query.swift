@@ -54,7 +54,7 @@ public final class Query<T: Entity> {
                 return found
             }
         }
-        return try store.read(consistent: true) { t in
+        return try box.read(consistent: true) { t in
             guard orderings.isEmpty else { return try box.get(try ids(in: t, offset: offset, limit: limit)) }
             // Matches come by increasing id, the order asked for: decode each while its bytes
             // are at hand instead of reading it again, and stop at the end of the page.
@@ -82,7 +82,7 @@ public final class Query<T: Entity> {
     /// One page of the matching ids.
     public func findIds(offset: Int, limit: Int?) throws(StrataError) -> [Id] {
         try checkPage(offset: offset, limit: limit)
-        return try store.read(consistent: true) { t in try ids(in: t, offset: offset, limit: limit) }
+        return try box.read(consistent: true) { t in try ids(in: t, offset: offset, limit: limit) }
     }
 
     /// The first matching object in the query's order, or nil.
@@ -120,7 +120,7 @@ public final class Query<T: Entity> {
     /// }
     /// ```
     public func forEach(_ body: (T) throws -> Bool) throws(StrataError) {
-        try store.read(consistent: true) { t in
+        try box.read(consistent: true) { t in
             let b = try store.binding(for: T.self).get()
             let store = self.store
             if !orderings.isEmpty {
@@ -159,14 +159,14 @@ public final class Query<T: Entity> {
 
     /// The number of matching objects.
     public func count() throws(StrataError) -> Int {
-        try store.read(consistent: true) { t in try matches(in: t).count }
+        try box.read(consistent: true) { t in try matches(in: t).count }
     }
 
     /// Removes the matching objects in one transaction (with inverse maintenance: references
     /// to them are cleared, their targets stay) and returns how many there were.
     @discardableResult
     public func remove() throws(StrataError) -> Int {
-        try store.write { t in
+        try box.write { t in
             let ids = try ids(in: t, offset: 0, limit: nil)
             try box.remove(ids)
             return ids.count

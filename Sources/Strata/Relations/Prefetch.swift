@@ -29,8 +29,8 @@ extension Box {
     /// try customers.prefetch(\.orders, for: someCustomers)
     /// ```
     public func prefetch<Element: Entity>(_ relation: KeyPath<T, ToMany<Element>>, for objects: [T]) throws(StrataError) {
-        let elements = store.box(for: Element.self)
-        try store.read(consistent: true) { t in
+        let elements = sibling(for: Element.self)
+        try read(consistent: true) { t in
             // nil for a relation with unapplied changes: the prefetch leaves it alone.
             var idsPerOwner: [[Id]?] = []
             idsPerOwner.reserveCapacity(objects.count)

@@ -15,9 +15,26 @@ public struct StoreTransaction {
     public let store: Store
     /// Whether the body may write.
     public let isWrite: Bool
+    private let pinned: PinnedTransaction
 
-    /// The box of `type`; its calls run in this transaction.
-    public func box<T: Entity>(for type: T.Type) -> Box<T> { store.box(for: type) }
+    init(_ transaction: Transaction) {
+        store = transaction.store
+        isWrite = transaction.isWrite
+        pinned = PinnedTransaction(transaction: transaction)
+    }
+
+    /// The box of `type`, bound to this transaction: its calls, and the queries made from it,
+    /// run in this transaction without looking it up. Used after the body returned, or on
+    /// another thread, it throws ``StrataError/transactionEnded``.
+    ///
+    /// ```swift
+    /// let names = try await store.read { tx in
+    ///     try tx.box(for: Customer.self).query { $0.city == "Oslo" }.build().find().map(\.name)
+    /// }
+    /// ```
+    public func box<T: Entity>(for type: T.Type) -> Box<T> {
+        Box(store: store, binding: store.binding(for: type), pinned: pinned)
+    }
 }
 
 @available(*, unavailable, message: "a transaction belongs to the body it was passed to")
@@ -40,7 +57,7 @@ extension Store {
     /// ```
     public func write<R>(_ body: @escaping @Sendable (StoreTransaction) throws -> sending R) async throws -> sending R {
         try await runOff(asyncQueues.writes) { [self] in
-            try runInTransaction { try body(StoreTransaction(store: self, isWrite: true)) }
+            try runInTransaction { try body(StoreTransaction(TransactionContext.current(for: self)!)) }
         }
     }
 
@@ -64,7 +81,7 @@ extension Store {
     /// ```
     public func read<R>(_ body: @escaping @Sendable (StoreTransaction) throws -> sending R) async throws -> sending R {
         try await runOff(asyncQueues.reads) { [self] in
-            try runInReadOnlyTransaction { try body(StoreTransaction(store: self, isWrite: false)) }
+            try runInReadOnlyTransaction { try body(StoreTransaction(TransactionContext.current(for: self)!)) }
         }
     }
 

@@ -17,10 +17,37 @@ public struct Box<T: Entity>: Sendable {
     /// The store this box writes to.
     public let store: Store
     private let resolved: Result<EntityBinding, StrataError>
+    /// The transaction of a box from ``StoreTransaction/box(for:)``: every call runs in it,
+    /// without looking up the thread's transactions; nil for a box from ``Store/box(for:)``.
+    let pinned: PinnedTransaction?
 
-    init(store: Store, binding: Result<EntityBinding, StrataError>) {
+    init(store: Store, binding: Result<EntityBinding, StrataError>, pinned: PinnedTransaction? = nil) {
         self.store = store
         resolved = binding
+        self.pinned = pinned
+    }
+
+    /// The box of another entity, bound to the same transaction as this one.
+    func sibling<E: Entity>(for type: E.Type) -> Box<E> {
+        Box<E>(store: store, binding: store.binding(for: type), pinned: pinned)
+    }
+
+    /// Runs `body` in this box's transaction: the bound one, the thread's, a new read
+    /// transaction when `consistent`, or none (see ``Store/read(consistent:in:_:)``).
+    func read<R>(consistent: Bool, _ body: (Transaction?) throws -> R) throws(StrataError) -> R {
+        try store.read(consistent: consistent, in: pinned, body)
+    }
+
+    /// Runs `body` in this box's write transaction, as a savepoint, or in a new one (see
+    /// ``Store/write(in:_:)``).
+    func write<R>(_ body: (Transaction) throws -> R) throws(StrataError) -> R {
+        try store.write(in: pinned, body)
+    }
+
+    /// The transaction a single read runs in: the bound one, the thread's, or none.
+    func currentTransaction() throws(StrataError) -> Transaction? {
+        if let pinned { return try pinned.running() }
+        return TransactionContext.current(for: store)
     }
 
     func binding() throws(StrataError) -> EntityBinding {
@@ -60,14 +87,14 @@ public struct Box<T: Entity>: Sendable {
     @discardableResult
     public func put(_ object: inout T, mode: PutMode = .put) throws(StrataError) -> Id {
         let b = try bindingForPut()
-        return try store.write { t in try store(&object, mode: mode, binding: b, in: t) }
+        return try write { t in try store(&object, mode: mode, binding: b, in: t) }
     }
 
     /// Puts all `objects` in one transaction; returns their ids in order.
     @discardableResult
     public func put(_ objects: [T], mode: PutMode = .put) throws(StrataError) -> [Id] {
         let b = try bindingForPut()
-        return try store.write { t in
+        return try write { t in
             var ids: [Id] = []
             ids.reserveCapacity(objects.count)
             for object in objects {
@@ -82,7 +109,7 @@ public struct Box<T: Entity>: Sendable {
     @discardableResult
     public func put(_ objects: inout [T], mode: PutMode = .put) throws(StrataError) -> [Id] {
         let b = try bindingForPut()
-        return try store.write { t in
+        return try write { t in
             var ids: [Id] = []
             ids.reserveCapacity(objects.count)
             for i in objects.indices { ids.append(try store(&objects[i], mode: mode, binding: b, in: t)) }
@@ -132,7 +159,7 @@ public struct Box<T: Entity>: Sendable {
         let b = try binding()
         guard id != 0 else { throw .invalidId(entity: b.name) }
         let graph = removalTouchesGraph(b)
-        return try store.write { t in
+        return try write { t in
             guard try exists(id, binding: b, in: t) else { return false }
             try removeStored(id, binding: b, graph: graph, in: t)
             return true
@@ -151,7 +178,7 @@ public struct Box<T: Entity>: Sendable {
         let b = try binding()
         if ids.contains(0) { throw .invalidId(entity: b.name) }
         let graph = removalTouchesGraph(b)
-        return try store.write { t in
+        return try write { t in
             var n = 0
             for id in ids where try exists(id, binding: b, in: t) {
                 try removeStored(id, binding: b, graph: graph, in: t)
@@ -167,7 +194,7 @@ public struct Box<T: Entity>: Sendable {
     public func removeAll() throws(StrataError) -> Int {
         let b = try binding()
         let graph = removalTouchesGraph(b)
-        return try store.write { t in
+        return try write { t in
             var ids: [Id] = []
             try forEach(binding: b, in: t) { id, _ in ids.append(id); return true }
             for id in ids { try removeStored(id, binding: b, graph: graph, in: t) }
@@ -193,8 +220,9 @@ public struct Box<T: Entity>: Sendable {
     func visitStoredObject(_ id: Id, _ body: (EntityBinding, UnsafeRawBufferPointer) throws -> Void) throws(StrataError) {
         let b = try binding()
         guard id != 0 else { throw .invalidId(entity: b.name) }
+        let t = try currentTransaction()
         do {
-            _ = try withStoredBytes(id, binding: b, in: TransactionContext.current(for: store)) { v in try body(b, v) }
+            _ = try withStoredBytes(id, binding: b, in: t) { v in try body(b, v) }
         } catch {
             throw StrataError(error)
         }
@@ -211,7 +239,7 @@ public struct Box<T: Entity>: Sendable {
     public func get(_ ids: [Id]) throws(StrataError) -> [T] {
         let b = try binding()
         if ids.contains(0) { throw .invalidId(entity: b.name) }
-        return try store.read(consistent: true) { t in
+        return try read(consistent: true) { t in
             // Filled in place, not appended to: in unspecialised generic code each append asks
             // the runtime for `Array<T>`'s metadata, while a typed pointer needs only `T`'s.
             try [T](unsafeUninitializedCapacity: ids.count) { buffer, count in
@@ -234,7 +262,7 @@ public struct Box<T: Entity>: Sendable {
     public func getDictionary(_ ids: [Id]) throws(StrataError) -> [Id: T] {
         let b = try binding()
         if ids.contains(0) { throw .invalidId(entity: b.name) }
-        return try store.read(consistent: true) { t in
+        return try read(consistent: true) { t in
             var out = [Id: T](minimumCapacity: ids.count)
             try forEachStored(ids, binding: b, in: t) { id, v in
                 out[id] = try b.decode(T.self, id: id, from: v, store: store)
@@ -257,7 +285,7 @@ public struct Box<T: Entity>: Sendable {
     /// ```
     public func forEach(_ body: (T) throws -> Bool) throws(StrataError) {
         let b = try binding()
-        try store.read(consistent: true) { t in
+        try read(consistent: true) { t in
             try forEach(binding: b, in: t) { id, bytes in try body(b.decode(T.self, id: id, from: bytes, store: store)) }
         }
     }
@@ -265,7 +293,7 @@ public struct Box<T: Entity>: Sendable {
     /// Every object of this type, by increasing id.
     public func all() throws(StrataError) -> [T] {
         let b = try binding()
-        return try store.read(consistent: false) { t in
+        return try read(consistent: false) { t in
             var out: [T] = []
             try forEach(binding: b, in: t) { id, bytes in
                 out.append(try b.decode(T.self, id: id, from: bytes, store: store))
@@ -279,7 +307,7 @@ public struct Box<T: Entity>: Sendable {
     /// O(1): the store keeps each entity's count, committed with the objects.
     public func count() throws(StrataError) -> Int {
         let b = try binding()
-        return try store.read(consistent: false) { t in
+        return try read(consistent: false) { t in
             guard store.countsMaintained else {
                 var n = 0
                 try forEach(binding: b, in: t) { _, _ in n += 1; return true }
@@ -295,7 +323,7 @@ public struct Box<T: Entity>: Sendable {
     /// Whether no object of this type is stored.
     public func isEmpty() throws(StrataError) -> Bool {
         let b = try binding()
-        return try store.read(consistent: false) { t in
+        return try read(consistent: false) { t in
             var empty = true
             try forEach(binding: b, in: t) { _, _ in empty = false; return false }
             return empty
@@ -306,7 +334,7 @@ public struct Box<T: Entity>: Sendable {
     public func contains(_ id: Id) throws(StrataError) -> Bool {
         let b = try binding()
         guard id != 0 else { throw .invalidId(entity: b.name) }
-        return try store.read(consistent: false) { t in try exists(id, binding: b, in: t) }
+        return try read(consistent: false) { t in try exists(id, binding: b, in: t) }
     }
 
     // MARK: access paths

@@ -207,11 +207,13 @@ public final class Store: @unchecked Sendable {
             result = try body()
         } catch {
             TransactionContext.pop()
+            transaction.end()
             transaction.rollback()
             writeLock.unlock()
             throw error
         }
         TransactionContext.pop()
+        transaction.end()
         var changes = ChangeSet(), sequence: UInt64?
         do {
             changes = try transaction.commit(durability: durability)
@@ -255,16 +257,21 @@ public final class Store: @unchecked Sendable {
         let snapshot: Snapshot
         do { snapshot = try engine.snapshot() } catch { throw StrataError(error) }
         defer { snapshot.release() }
-        TransactionContext.push(Transaction(store: self, kind: .read, snapshot: snapshot))
-        defer { TransactionContext.pop() }
+        let transaction = Transaction(store: self, kind: .read, snapshot: snapshot)
+        TransactionContext.push(transaction)
+        defer {
+            TransactionContext.pop()
+            transaction.end()
+        }
         return try body()
     }
 
     /// Runs `body` in the current write transaction, as a savepoint (an operation that fails
-    /// leaves nothing of itself behind), or in a new transaction.
-    func write<R>(_ body: (Transaction) throws -> R) throws(StrataError) -> R {
+    /// leaves nothing of itself behind), or in a new transaction. `pinned`, a bound box's
+    /// transaction (``StoreTransaction/box(for:)``), is the current one without a lookup.
+    func write<R>(in pinned: PinnedTransaction? = nil, _ body: (Transaction) throws -> R) throws(StrataError) -> R {
         do {
-            if let t = TransactionContext.current(for: self) {
+            if let t = try pinned?.running() ?? TransactionContext.current(for: self) {
                 guard t.isWrite else { throw StrataError.readOnly }
                 return try Self.withSavepoint(t) { try body(t) }
             }
@@ -275,10 +282,11 @@ public final class Store: @unchecked Sendable {
     }
 
     /// Runs `body` with the current transaction, or a new read transaction when `consistent`
-    /// (several reads that must agree), or none (one read of the latest state).
-    func read<R>(consistent: Bool, _ body: (Transaction?) throws -> R) throws(StrataError) -> R {
+    /// (several reads that must agree), or none (one read of the latest state). `pinned`, a
+    /// bound box's transaction, is the current one without a lookup.
+    func read<R>(consistent: Bool, in pinned: PinnedTransaction? = nil, _ body: (Transaction?) throws -> R) throws(StrataError) -> R {
         do {
-            if let t = TransactionContext.current(for: self) { return try body(t) }
+            if let t = try pinned?.running() ?? TransactionContext.current(for: self) { return try body(t) }
             if consistent { return try runInReadOnlyTransaction { try body(TransactionContext.current(for: self)) } }
             return try body(nil)
         } catch {

@@ -54,6 +54,9 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
     case unknownEntity(String)
     /// The transaction was rolled back because code inside it (a nested transaction) threw.
     case transactionAborted(reason: String)
+    /// A box from ``StoreTransaction/box(for:)``, or a query made from one, was used after the
+    /// transaction's body returned, or on another thread than the body's.
+    case transactionEnded
     /// A value given without the entity's Swift type (``Store/putStoredObjects(_:of:)``) does
     /// not fit the stored schema: an unknown property, a wrong type, a number out of range.
     case invalidValue(entity: String, id: Id, property: String, reason: String)
@@ -88,6 +91,7 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
             "the store has object format version \(found); this build reads up to \(supported)"
         case .readOnly: "write refused: the store or transaction is read-only"
         case let .transactionAborted(reason): "transaction rolled back: \(reason)"
+        case .transactionEnded: "a box bound to a transaction was used outside its body (after it returned, or on another thread)"
         case let .storage(e): e.description
         }
     }

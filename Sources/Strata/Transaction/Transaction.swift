@@ -1,4 +1,10 @@
 import StrataStorage
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// One transaction of a store. A read transaction pins a snapshot. A write transaction holds the
 /// store's write lock and keeps everything it writes in one ``WriteOverlay``; reads inside it go
@@ -62,12 +68,30 @@ final class Transaction {
     /// the transaction removed one since.
     @exclusivity(unchecked) private(set) var knownCommittedObjects = KnownObjects()
     @exclusivity(unchecked) private var undoLog: [Undo] = []
+    /// The thread running the transaction's body: a box bound to the transaction
+    /// (``StoreTransaction/box(for:)``) runs in it only there.
+    private let thread = pthread_self()
+    /// Set when the body has returned: a bound box used afterwards throws instead of reading a
+    /// released snapshot or writing into a committed overlay. Atomic because a bound box that
+    /// escaped may check it from another thread.
+    private let ended = Atomic<Bool>(false)
 
     init(store: Store, kind: Kind, snapshot: Snapshot?) {
         self.store = store
         self.kind = kind
         self.snapshot = snapshot
         overlay = kind == .write ? WriteOverlay() : nil
+    }
+
+    /// Marks the body as returned (see ``isRunningOnCurrentThread``).
+    func end() {
+        ended.store(true, ordering: .releasing)
+    }
+
+    /// Whether the body is still running, on this thread: what a bound box checks before it
+    /// uses the transaction, in place of a lookup of the thread's transactions.
+    var isRunningOnCurrentThread: Bool {
+        pthread_equal(thread, pthread_self()) != 0 && !ended.load(ordering: .acquiring)
     }
 
     var isWrite: Bool { kind == .write }
