@@ -82,34 +82,18 @@ final class Version: Sendable {
     /// For point reads: each key space's levels by key space id (``KeySpaceTable``), and which
     /// levels hold any segment, so that a lookup neither hashes the id nor walks empty levels (a
     /// fresh store's point misses paid both on every read).
-    private let pointLookup: KeySpaceTable<(levels: [[LiveSegment]], nonEmpty: [Int])>
+    private let pointLookup: KeySpaceTable<SegmentChooser>
 
     init(keySpaces: [UInt32: KeySpaceLevels]) {
         self.keySpaces = keySpaces
-        pointLookup = KeySpaceTable(keySpaces.mapValues { ks in (ks.levels, ks.levels.indices.filter { !ks.levels[$0].isEmpty }) })
+        pointLookup = KeySpaceTable(keySpaces.mapValues { SegmentChooser(levels: $0.levels) })
     }
 
     /// The segments that may hold `userKey`, newest data first.
+    @inline(__always)
     func candidates(for userKey: UnsafeRawBufferPointer, in keySpaceId: UInt32, _ body: (LiveSegment) throws -> Bool) rethrows {
-        guard let (levels, nonEmpty) = pointLookup[keySpaceId] else { return }
-        if nonEmpty.first == 0 {
-            for s in levels[0] where s.covers(userKey) {
-                if try body(s) { return }
-            }
-        }
-        for level in nonEmpty where level > 0 {
-            let segs = levels[level]
-            // First segment whose largest key is >= userKey.
-            var lo = 0, hi = segs.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                let below = segs[mid].meta.largest.withUnsafeBytes { InternalKey.compareUserKeys(InternalKey.userKey($0), userKey) < 0 }
-                if below { lo = mid + 1 } else { hi = mid }
-            }
-            if lo < segs.count, segs[lo].covers(userKey) {
-                if try body(segs[lo]) { return }
-            }
-        }
+        guard let chooser = pointLookup[keySpaceId] else { return }
+        try chooser.candidates(for: userKey, body)
     }
 
     var allSegments: [LiveSegment] {
