@@ -109,4 +109,56 @@ import Testing
         }
         #expect(problems.isEmpty, "\(problems.prefix(5))")
     }
+
+    /// Linux's behaviour after a failed fsync, modelled: the pages the failed sync could not
+    /// write are dropped (marked clean), so a later sync succeeds without them and a power cut
+    /// takes them. The log's sync fails at each sync point in turn, the workload goes on as far
+    /// as the engine lets it, the power goes, and the store must come back with a prefix of the
+    /// acknowledged writes holding every durable one: the gate never lets a later durable
+    /// write vouch for a record whose pages were lost.
+    @Test func aFailedSyncDropsItsPagesAndAPowerCutKeepsEveryDurableWrite() throws {
+        let clean = FaultInjectingFileSystem(wrapping: InMemoryFileSystem())
+        clean.injectFault(.init(afterOperations: Int.max, operations: [.sync], error: .io(operation: "never", path: "", errno: 5)))
+        do {
+            let e = try Engine.open(directory: "/db", options: .testing(clean, memtableBytes: 1 << 20))
+            for i in 0..<Self.writes { try e.write(Self.batch(e, i), durability: i % 2 == 0 ? .sync : Durability.none) }
+            e.close()
+        }
+        let syncPoints = clean.matchedOperationCount
+        var problems: [String] = [], runs = 0
+        for n in 0..<syncPoints {
+            for policy: InMemoryFileSystem.CrashPolicy in [.dropUnsynced, .keepRandomUnsyncedPages(seed: UInt64(n + 1), pageBytes: 64, garbage: false)] {
+                for mappedLog in [false, true] {
+                    let memory = InMemoryFileSystem(logReserveBytes: mappedLog ? 512 : 0)
+                    let fs = FaultInjectingFileSystem(wrapping: memory)
+                    fs.injectFault(.init(afterOperations: n, operations: [.sync], error: .io(operation: "injected", path: "/db", errno: 5)))
+                    var acknowledged: [Int] = [], durable = 0
+                    if let e = try? Engine.open(directory: "/db", options: .testing(fs, memtableBytes: 1 << 20)) {
+                        for i in 0..<Self.writes {
+                            let sync = i % 2 == 0
+                            guard (try? e.write(Self.batch(e, i), durability: sync ? .sync : Durability.none)) != nil else { continue }
+                            acknowledged.append(i)
+                            if sync { durable = acknowledged.count }
+                        }
+                        e.close()
+                    }
+                    memory.simulateCrash(policy)
+                    fs.injectFault(nil)
+                    runs += 1
+                    let label = "sync \(n), \(policy), mapped log \(mappedLog)"
+                    do {
+                        let e = try Engine.open(directory: "/db", options: .testing(fs, memtableBytes: 1 << 20))
+                        defer { e.close() }
+                        let stored = try e.scan(e.defaultKeySpace).map { Int(string($0.key).dropFirst(2))! }
+                        if Array(acknowledged.prefix(stored.count)) != stored { problems.append("\(label): \(stored) is not a prefix of \(acknowledged)") }
+                        if stored.count < durable { problems.append("\(label): \(durable - stored.count) durable writes lost") }
+                    } catch {
+                        problems.append("\(label): the store does not reopen: \(error)")
+                    }
+                }
+            }
+        }
+        print("fsync gate with power cuts: \(runs) runs (\(syncPoints) sync points × 2 power cuts × plain and mapped log), \(problems.count) problems")
+        #expect(problems.isEmpty, "\(problems.prefix(5))")
+    }
 }

@@ -68,6 +68,8 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
         var reads = 0
         /// Times the armed fault fired.
         var fired = 0
+        /// A `haltsEverything` fault fired: the machine stopped, nothing failed on its own.
+        var halted = false
     }
 
     /// The file system faults are injected into.
@@ -94,6 +96,7 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
             $0.fault = fault
             $0.matched = 0
             $0.fired = 0
+            $0.halted = false
         }
     }
 
@@ -107,6 +110,7 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
                 return nil
             }
             if fault.haltsEverything {
+                s.halted = true
                 s.fault = Fault(afterOperations: 0, operations: Set(Operation.allCases), error: fault.error, sticky: true)
             } else if !fault.sticky {
                 s.fired += 1
@@ -119,6 +123,10 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
     fileprivate func check(_ op: Operation) throws(StorageError) {
         if let fault = fire(op) { throw fault.error }
     }
+
+    /// Whether a `haltsEverything` fault stopped the machine: its failures are a power cut,
+    /// not a disk that failed a writeback.
+    fileprivate var isHalted: Bool { state.withLock { $0.halted } }
 
     // MARK: FileSystem
 
@@ -188,7 +196,20 @@ final class FaultInjectingWritableFile: WritableFile {
     func append(_ bytes: UnsafeRawBufferPointer) throws { try fs.append(bytes, to: file) }
 
     func sync() throws {
-        try fs.check(.sync)
+        do {
+            try fs.check(.sync)
+        } catch {
+            // Linux after a failed writeback: the pages it could not write are marked clean,
+            // so they never reach the disk and a later sync succeeds without them. The crash
+            // model drops them at the next power cut. (A halted machine failed nothing: the
+            // power cut decides what its unsynced pages become.)
+            switch fs.isHalted ? nil : file {
+            case let f as InMemoryWritableFile: f.failSync()
+            case let f as InMemoryReservingLogFile: f.failSync()
+            default: break
+            }
+            throw error
+        }
         try file.sync()
     }
 

@@ -36,6 +36,40 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
     struct FileData {
         var bytes: [UInt8] = []
         var syncedBytes: [UInt8] = []
+        /// Byte ranges whose writeback failed (a sync that failed): Linux marks those pages
+        /// clean, so they never reach the disk, and a later sync reports success without them.
+        /// The process still reads them from the page cache; a power cut takes them.
+        var lost: [Range<Int>] = []
+
+        /// `bytes` as the disk could ever hold them: the lost ranges keep what was synced
+        /// before (zeros past it, an unwritten extent).
+        var writable: [UInt8] {
+            guard !lost.isEmpty else { return bytes }
+            var out = bytes
+            for r in lost {
+                for i in r where i < out.count { out[i] = i < syncedBytes.count ? syncedBytes[i] : 0 }
+            }
+            return out
+        }
+
+        /// A successful sync: everything written is durable, except what a failed one lost.
+        mutating func sync() {
+            syncedBytes = writable
+        }
+
+        /// A failed sync: what it should have written is lost (see `lost`).
+        mutating func failSync() {
+            var same = 0
+            let n = min(bytes.count, syncedBytes.count)
+            while same < n && bytes[same] == syncedBytes[same] { same += 1 }
+            if same < bytes.count { lost.append(same..<bytes.count) }
+        }
+
+        /// Cuts the file back to `count` bytes.
+        mutating func truncate(to count: Int) {
+            bytes = Array(bytes.prefix(count))
+            lost = lost.compactMap { r in r.lowerBound < count ? r.lowerBound..<min(r.upperBound, count) : nil }
+        }
     }
 
     struct State {
@@ -50,8 +84,23 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
     }
 
     let state = LockedValue(State())
+    /// See ``init(logReserveBytes:)``.
+    let logReserveBytes: Int
 
-    public init() {}
+    /// - Parameter logReserveBytes: when above 0, logs (``openLog(_:)``) are written as the
+    ///   mapped WAL of `PosixFileSystem` writes them on Linux: space is reserved ahead in steps
+    ///   of this many zero bytes and appends fill it in place, so that a power cut meets a file
+    ///   rewritten since its last sync (zeros turned into records), whose pages reach the disk
+    ///   in any order. `close()` cuts the reserved zeros off.
+    public init(logReserveBytes: Int = 0) {
+        self.logReserveBytes = max(0, logReserveBytes)
+    }
+
+    public func openLog(_ path: String) throws -> any WritableFile {
+        let file = try openWritable(path, truncate: true)
+        guard logReserveBytes > 0, let plain = file as? InMemoryWritableFile else { return file }
+        return InMemoryReservingLogFile(plain, step: logReserveBytes)
+    }
 
     /// Simulates a crash: open files and locks of the old "process" become unusable, and each
     /// file keeps what `policy` says survives.
@@ -70,6 +119,9 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
             if policy != .keepEverything { s.names = s.durableNames }
             for id in Set(s.names.values) {
                 guard var f = s.files[id] else { continue }
+                // What a failed sync lost never reached the disk: not even a random page of it.
+                if policy != .keepEverything { f.bytes = f.writable }
+                f.lost = []
                 let synced = f.syncedBytes
                 let isAppendOnly = f.bytes.count >= synced.count && f.bytes.starts(with: synced)
                 switch policy {
@@ -102,7 +154,25 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
                         }
                         f.bytes = Array(f.bytes.prefix(length))
                     } else {
-                        f.bytes = synced
+                        // Rewritten since its last sync (a log cut back, a mapped log's reserved
+                        // zeros filled in): each page holds its synced or its new content, and
+                        // the length is either one.
+                        let length = next() % 2 == 0 ? synced.count : f.bytes.count
+                        var mixed = [UInt8](repeating: 0, count: length)
+                        var page = 0
+                        while page < length {
+                            let end = min(page + pageBytes, length)
+                            let takeNew = next() % 2 == 0
+                            for i in page..<end {
+                                if takeNew {
+                                    mixed[i] = i < f.bytes.count ? f.bytes[i] : 0
+                                } else {
+                                    mixed[i] = i < synced.count ? synced[i] : (garbage ? UInt8(truncatingIfNeeded: next()) : 0)
+                                }
+                            }
+                            page += pageBytes
+                        }
+                        f.bytes = mixed
                     }
                 case .garbageUnsyncedTail:
                     if isAppendOnly {
@@ -272,17 +342,77 @@ final class InMemoryWritableFile: WritableFile {
     }
 
     func sync() throws {
-        try fs.withFile(id, generation: generation, path: path) { f, _ in f.syncedBytes = f.bytes }
+        try fs.withFile(id, generation: generation, path: path) { f, _ in f.sync() }
+    }
+
+    /// A sync that failed: what it should have written is lost to a power cut, even after a
+    /// later successful sync (see `FileData.lost`).
+    func failSync() {
+        _ = try? fs.withFile(id, generation: generation, path: path) { f, _ in f.failSync() }
     }
 
     func truncate(to newSize: UInt64) throws {
-        try fs.withFile(id, generation: generation, path: path) { f, _ in
-            f.bytes = Array(f.bytes.prefix(Int(newSize)))
-        }
+        try fs.withFile(id, generation: generation, path: path) { f, _ in f.truncate(to: Int(newSize)) }
         size = newSize
     }
 
+    /// Writes `bytes` at `offset`, over what is there (a mapped log's reserved zeros).
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws {
+        try fs.withFile(id, generation: generation, path: path) { f, _ in
+            if f.bytes.count < offset + bytes.count { f.bytes += [UInt8](repeating: 0, count: offset + bytes.count - f.bytes.count) }
+            f.bytes.replaceSubrange(offset..<(offset + bytes.count), with: bytes)
+        }
+    }
+
+    /// Appends `count` zero bytes (space reserved ahead of a mapped log's appends).
+    func reserve(_ count: Int) throws {
+        try fs.withFile(id, generation: generation, path: path) { f, _ in f.bytes += [UInt8](repeating: 0, count: count) }
+    }
+
     func close() throws {}
+}
+
+/// A log written as `PosixMappedLogFile` writes the WAL on Linux, for crash tests: space is
+/// reserved in zero-filled steps and appends write into it in place; `size` is what was
+/// appended, the file's length what was reserved, until `close()` cuts the zeros off.
+/// Truncating zeroes the bytes taken back, as the mapped log does.
+final class InMemoryReservingLogFile: WritableFile {
+    private let file: InMemoryWritableFile
+    private let step: Int
+    private(set) var size: UInt64 = 0
+    private var reserved = 0
+
+    init(_ file: InMemoryWritableFile, step: Int) {
+        self.file = file
+        self.step = step
+    }
+
+    func append(_ bytes: UnsafeRawBufferPointer) throws {
+        let end = Int(size) + bytes.count
+        if end > reserved {
+            let target = (end + step - 1) / step * step
+            try file.reserve(target - reserved)
+            reserved = target
+        }
+        try file.write(bytes, at: Int(size))
+        size = UInt64(end)
+    }
+
+    func sync() throws { try file.sync() }
+
+    func failSync() { file.failSync() }
+
+    func truncate(to newSize: UInt64) throws {
+        guard newSize < size else { return }
+        let zeros = [UInt8](repeating: 0, count: Int(size - newSize))
+        try zeros.withUnsafeBytes { try file.write($0, at: Int(newSize)) }
+        size = newSize
+    }
+
+    func close() throws {
+        // ftruncate to the appended size: not durable until a sync, like any other change.
+        try file.truncate(to: size)
+    }
 }
 
 final class InMemoryReadableFile: ReadableFile {
