@@ -88,6 +88,37 @@ import Testing
 
     /// `@Entity` must not make the compiler synthesize a memberwise `==` over the type's own:
     /// generic code (`Optional`, `Array`, `#expect`) would then compare NaN fields as unequal.
+    /// Varints of every length, 1 to 10 bytes, each near the start of an object (where the
+    /// reader decodes up to 8 bytes from one word) and as its last field (where fewer than 8
+    /// bytes remain and it reads byte by byte).
+    @Test func integersOfEveryVarintLengthRoundTrip() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        defer { store.close() }
+        let box = store.box(for: Everything.self)
+        var values: [UInt64] = [0, 1, .max, .max - 1]
+        for bits in stride(from: 7, through: 63, by: 7) {
+            values += [(1 << UInt64(bits)) - 1, 1 << UInt64(bits), (1 << UInt64(bits)) + 1]
+        }
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<200 { values.append(UInt64.random(in: 0...UInt64.max, using: &rng) >> UInt64.random(in: 0...63, using: &rng)) }
+        var objects: [Everything] = []
+        for v in values {
+            var o = Everything()
+            o.uint64 = v
+            o.int64 = Int64(bitPattern: v)
+            o.int = Int(bitPattern: UInt(v))
+            o.optionalUInt64 = v          // among the last fields written
+            objects.append(o)
+        }
+        let ids = try box.put(objects)
+        for (id, o) in zip(ids, objects) {
+            let read = try #require(try box.get(id))
+            #expect(read.uint64 == o.uint64 && read.int64 == o.int64 && read.int == o.int && read.optionalUInt64 == o.optionalUInt64,
+                    "varint \(o.uint64)")
+        }
+    }
+
     @Test func aHandWrittenEqualityStaysTheEquatableWitness() {
         func genericEqual<T: Equatable>(_ a: T, _ b: T) -> Bool { a == b }
         var object = Everything()
