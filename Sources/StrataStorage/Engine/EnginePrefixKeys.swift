@@ -27,53 +27,73 @@ extension Engine {
                                    prefixFilter: (hash, suffixBytes))
         let keyBytes = prefix.count + suffixBytes
         // Every version of every key of that length: (suffix as a big-endian integer, so that
-        // integers order as the keys do; trailer).
-        var versions: [(suffix: UInt64, trailer: UInt64)] = []
-        versions.reserveCapacity(256)   // an object's edges, mostly: no regrowth copies
-        var seekKey = prefix
-        withUnsafeBytes(of: InternalKey.seekTrailer(sequence: StorageLimits.maxSequence).littleEndian) { seekKey.append(contentsOf: $0) }
-        try withExtendedLifetime(view) {
-            try prefix.withUnsafeBytes { p in
-                for child in children {
-                    seekKey.withUnsafeBytes { child.seek($0) }
-                    while child.isValid {
-                        let internalKey = child.key
-                        let userKey = InternalKey.userKey(internalKey)
-                        guard userKey.count >= p.count, UnsafeRawBufferPointer(rebasing: userKey[0..<p.count]).bytesEqual(p) else { break }
-                        if userKey.count == keyBytes {
-                            var suffix: UInt64 = 0
-                            if suffixBytes == 8 {
-                                suffix = UInt64(bigEndian: userKey.loadUnaligned(fromByteOffset: p.count, as: UInt64.self))
-                            } else {
-                                for i in p.count..<keyBytes { suffix = suffix << 8 | UInt64(userKey[i]) }
+        // integers order as the keys do; trailer). On the stack up to 128 of them (an object's
+        // edges, mostly), on the heap beyond: a heap buffer of that size was a large-bin
+        // allocation, and each one made malloc consolidate the small chunks the decoded objects
+        // of the read before had freed (a twentieth of a backlink read).
+        try withUnsafeTemporaryAllocation(of: PrefixKeyVersion.self, capacity: 128) { stack in
+            var versions = PrefixKeyVersions(stack: stack)
+            // Sorted as collected, most often: see below.
+            var inOrder = true
+            var seekKey = prefix
+            withUnsafeBytes(of: InternalKey.seekTrailer(sequence: StorageLimits.maxSequence).littleEndian) { seekKey.append(contentsOf: $0) }
+            try withExtendedLifetime(view) {
+                try prefix.withUnsafeBytes { p in
+                    // Oldest source first (the deepest level, up to the memtable). Each source's
+                    // keys come in order, and keys made of increasing ids (an object's edges to
+                    // objects added over time) are older the smaller they are: read in this
+                    // order, the versions are usually sorted already and the sort below is
+                    // skipped (it was a twentieth of a backlink read, sorting runs that arrived
+                    // newest first).
+                    for child in children.reversed() {
+                        seekKey.withUnsafeBytes { child.seek($0) }
+                        while child.isValid {
+                            let internalKey = child.key
+                            let userKey = InternalKey.userKey(internalKey)
+                            guard userKey.count >= p.count, UnsafeRawBufferPointer(rebasing: userKey[0..<p.count]).bytesEqual(p) else { break }
+                            if userKey.count == keyBytes {
+                                var suffix: UInt64 = 0
+                                if suffixBytes == 8 {
+                                    suffix = UInt64(bigEndian: userKey.loadUnaligned(fromByteOffset: p.count, as: UInt64.self))
+                                } else {
+                                    for i in p.count..<keyBytes { suffix = suffix << 8 | UInt64(userKey[i]) }
+                                }
+                                let v = PrefixKeyVersion(suffix: suffix, trailer: InternalKey.trailer(internalKey))
+                                if inOrder, let last = versions.last { inOrder = last.precedes(v) }
+                                versions.append(v)
                             }
-                            versions.append((suffix, InternalKey.trailer(internalKey)))
+                            child.next()
                         }
-                        child.next()
+                        if let e = child.error { throw e }
                     }
-                    if let e = child.error { throw e }
                 }
             }
-        }
-        // Key order, newest version first (the internal key order).
-        versions.sort { a, b in a.suffix != b.suffix ? a.suffix < b.suffix : a.trailer > b.trailer }
-        try withUnsafeTemporaryAllocation(byteCount: keyBytes, alignment: 8) { key in
-            prefix.withUnsafeBytes { key.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: prefix.count) }
-            var i = 0
-            while i < versions.count {
-                let suffix = versions[i].suffix
-                // The newest version visible at `sequence`, then past every version of the key.
-                var visible: UInt64?
-                while i < versions.count && versions[i].suffix == suffix {
-                    if visible == nil && versions[i].trailer >> 8 <= sequence { visible = versions[i].trailer }
-                    i += 1
+            try versions.withBuffer { all in
+                // Key order, newest version first (the internal key order).
+                if !inOrder {
+                    var unsorted = all   // the same memory
+                    unsorted.sort { $0.precedes($1) }
                 }
-                guard let t = visible, t & 0xFF != UInt64(EntryKind.deletion.rawValue) else { continue }
-                for j in 0..<suffixBytes {
-                    key[prefix.count + j] = UInt8(truncatingIfNeeded: suffix >> UInt64(8 * (suffixBytes - 1 - j)))
+                try withUnsafeTemporaryAllocation(byteCount: keyBytes, alignment: 8) { key in
+                    prefix.withUnsafeBytes { key.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: prefix.count) }
+                    var i = 0
+                    while i < all.count {
+                        let suffix = all[i].suffix
+                        // The newest version visible at `sequence`, then past every version of the key.
+                        var visible: UInt64?
+                        while i < all.count && all[i].suffix == suffix {
+                            if visible == nil && all[i].trailer >> 8 <= sequence { visible = all[i].trailer }
+                            i += 1
+                        }
+                        guard let t = visible, t & 0xFF != UInt64(EntryKind.deletion.rawValue) else { continue }
+                        for j in 0..<suffixBytes {
+                            key[prefix.count + j] = UInt8(truncatingIfNeeded: suffix >> UInt64(8 * (suffixBytes - 1 - j)))
+                        }
+                        try body(UnsafeRawBufferPointer(key))
+                    }
                 }
-                try body(UnsafeRawBufferPointer(key))
             }
         }
     }
 }
+
