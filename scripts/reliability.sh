@@ -5,8 +5,9 @@
 #   scripts/reliability.sh            the campaigns at the suite's size (minutes)
 #   scripts/reliability.sh --full     every figure at the size RELIABILITY.md quotes: 1,000 kill
 #                                     cycles, every power-cut and I/O-error point, 12,000
-#                                     corruption cases, 512 MiB batches, 10 ThreadSanitizer and
-#                                     1 AddressSanitizer runs of a 60 s soak (hours)
+#                                     corruption cases, 512 MiB batches, 10 ThreadSanitizer runs
+#                                     (a 60 s soak, the mapped-fault and recovery suites) and 1
+#                                     AddressSanitizer run (hours)
 #   scripts/reliability.sh --full --fuzz-runs=10000000
 #                                     and 10 M executions of every fuzz target (many more hours)
 #   --only=SECTIONS                   a comma-separated subset of: kill,powercut,corruption,io,
@@ -93,7 +94,7 @@ if [ $full = 1 ] && wanted tsan; then
     swift build --build-tests --sanitize=thread --scratch-path .build-tsan > "$logs/tsan-build.log" 2>&1
     for i in 1 2 3 4 5 6 7 8 9 10; do
         step "tsan-$i" "soak:|ThreadSanitizer|Test run" env STRATA_SOAK_SECONDS=60 swift test --skip-build --sanitize=thread \
-            --scratch-path .build-tsan --filter "SoakTests|SnapshotAndConcurrencyTests|ConcurrencyTests|ObservationTests|TransactionTests"
+            --scratch-path .build-tsan --filter "SoakTests|SnapshotAndConcurrencyTests|ConcurrencyTests|ObservationTests|TransactionTests|MappedFaultTests|RecoveryTests|CallbackReentryTests|SendingResultsTests|BoundTransactionTests"
         if grep -q "WARNING: ThreadSanitizer" "$logs/tsan-$i.log"; then echo "FAILED: ThreadSanitizer reports in run $i" | tee -a "$summary"; exit 1; fi
     done
 fi
