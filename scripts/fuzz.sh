@@ -19,7 +19,8 @@ if [ "$target" = store ]; then options=("-detect_leaks=0" "${options[@]}"); fi
 # Release, as RELIABILITY.md's figures are: the decoders run optimised, with AddressSanitizer
 # (the first build takes about 13 minutes, swift-syntax included). The sanitizer flags reach
 # every target; lld links where gold fails on the debug info.
-swift build -c release --scratch-path .build-fuzz-release -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING \
+# Manifest caching misses files added to the parent package (a new source file failed the build).
+swift build -c release --disable-build-manifest-caching --scratch-path .build-fuzz-release -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING \
     -Xswiftc -use-ld=lld >&2
 mkdir -p "work/$target" "../Tests/FuzzCorpus/$target"
 # -print_funcs=0: printing each newly covered function runs the symbolizer, minutes of a short run.

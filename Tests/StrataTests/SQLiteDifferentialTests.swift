@@ -264,6 +264,7 @@ final class DiffRow {
                 mismatches.append("#\(n) \(name) where \(c.sql): SQLite \(agg)")
             }
         }
+        print("SQLite differential: \(cases) cases, \(mismatches.count) differences")
         #expect(mismatches.isEmpty, "\(mismatches.count) of \(cases) cases differ: \(mismatches.prefix(5))")
     }
 }
