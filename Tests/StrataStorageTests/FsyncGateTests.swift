@@ -15,16 +15,18 @@ import Testing
         return b
     }
 
-    @Test func aFailedSyncStopsWritesUntilReopenAtEverySyncPoint() throws {
-        // The workload's sync operations, counted on a clean run.
+    /// The workload's sync operations (every even write is durable), counted on a clean run.
+    private static func syncPoints() throws -> Int {
         let clean = FaultInjectingFileSystem(wrapping: InMemoryFileSystem())
         clean.injectFault(.init(afterOperations: Int.max, operations: [.sync], error: .io(operation: "never", path: "", errno: 5)))
-        do {
-            let e = try Engine.open(directory: "/db", options: .testing(clean, memtableBytes: 1 << 20))
-            for i in 0..<Self.writes { try e.write(Self.batch(e, i), durability: i % 2 == 0 ? .sync : Durability.none) }
-            e.close()
-        }
-        let syncPoints = clean.matchedOperationCount
+        let e = try Engine.open(directory: "/db", options: .testing(clean, memtableBytes: 1 << 20))
+        for i in 0..<writes { try e.write(batch(e, i), durability: i % 2 == 0 ? .sync : Durability.none) }
+        e.close()
+        return clean.matchedOperationCount
+    }
+
+    @Test func aFailedSyncStopsWritesUntilReopenAtEverySyncPoint() throws {
+        let syncPoints = try Self.syncPoints()
         #expect(syncPoints >= Self.writes / 2)
 
         var stopped = 0
@@ -117,14 +119,7 @@ import Testing
     /// acknowledged writes holding every durable one: the gate never lets a later durable
     /// write vouch for a record whose pages were lost.
     @Test func aFailedSyncDropsItsPagesAndAPowerCutKeepsEveryDurableWrite() throws {
-        let clean = FaultInjectingFileSystem(wrapping: InMemoryFileSystem())
-        clean.injectFault(.init(afterOperations: Int.max, operations: [.sync], error: .io(operation: "never", path: "", errno: 5)))
-        do {
-            let e = try Engine.open(directory: "/db", options: .testing(clean, memtableBytes: 1 << 20))
-            for i in 0..<Self.writes { try e.write(Self.batch(e, i), durability: i % 2 == 0 ? .sync : Durability.none) }
-            e.close()
-        }
-        let syncPoints = clean.matchedOperationCount
+        let syncPoints = try Self.syncPoints()
         var problems: [String] = [], runs = 0
         for n in 0..<syncPoints {
             for policy: InMemoryFileSystem.CrashPolicy in [.dropUnsynced, .keepRandomUnsyncedPages(seed: UInt64(n + 1), pageBytes: 64, garbage: false)] {
