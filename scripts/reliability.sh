@@ -11,7 +11,7 @@
 #   scripts/reliability.sh --full --fuzz-runs=10000000
 #                                     and 10 M executions of every fuzz target (many more hours)
 #   --only=SECTIONS                   a comma-separated subset of: kill,powercut,corruption,io,
-#                                     concurrency,tsan,asan,locks,input,model,memory,fuzz
+#                                     concurrency,tsan,asan,locks,input,model,backups,memory,fuzz
 #
 # Every step's output goes to reliability-logs/DATE-COMMIT/STEP.log; the figures (the lines the
 # tests print) to reliability-logs/DATE-COMMIT/summary.txt. A step that fails stops the script.
@@ -79,15 +79,18 @@ if wanted concurrency; then
     step concurrency "soak:" test_run --filter "SoakTests|SnapshotAndConcurrencyTests|ConcurrencyTests|ObservationTests"
 fi
 if wanted locks; then
-    step locks "Test run" test_run --filter "LockTests|ReadOnlyDirectoryTests"
+    step locks "Test run" test_run --filter "LockTests|ReadOnlyDirectoryTests|StorePermissionTests"
 fi
 if wanted input; then
-    step input "Test run" test_run --filter "ErrorTests|ForeignFilesTests|StoreBasicsTests|TransactionTests|StrataToolTests|CodecRoundTripTests|SegmentTests|VerificationTests|SchemaEvolutionTests|FormatUpgradeTests|CompositeIndexTests"
+    step input "Test run" test_run --filter "ErrorTests|ForeignFilesTests|StoreBasicsTests|TransactionTests|StrataToolTests|CodecRoundTripTests|SegmentTests|VerificationTests|SchemaEvolutionTests|FormatUpgradeTests|CompositeIndexTests|TrustRound3Tests|FoundationValueTests|CodableValueTests|CallbackReentryTests|BoundTransactionTests|MappedFaultTests"
 fi
 if wanted model; then
     cases=$([ $full = 1 ] && echo 20000 || echo 700)
     step model "Test run|SQLite differential" env STRATA_DIFFERENTIAL_CASES=$cases swift test --skip-build \
         --filter "GraphModelCheckTests|ChangeVerifierTests|KillTests|SQLiteDifferentialTests"
+fi
+if wanted backups; then
+    step backups "Test run" test_run --filter "BackupTests|ArchiveTests|StoreBackupTests|StoreArchiveTests|StrataToolTests"
 fi
 if wanted memory; then
     step memory "memory:" env STRATA_MEMORY_FULL=$full swift test --skip-build --filter MemoryBoundTests
