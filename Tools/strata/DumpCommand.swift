@@ -113,8 +113,6 @@ struct DumpCommand: ParsableCommand {
 }
 
 extension DumpCommand {
-    /// ISO 8601, with milliseconds when the date has a fraction of a second (what `load` reads
-    /// back; finer fractions round to the millisecond).
     /// A Codable property's stored value as the JSON it reads like (keys in stored order).
     static func json(_ c: CompactValue) -> JSONValue {
         switch c {
@@ -129,6 +127,8 @@ extension DumpCommand {
         }
     }
 
+    /// ISO 8601, with milliseconds when the date has a fraction of a second (what `load` reads
+    /// back; finer fractions round to the millisecond).
     static func formatDate(_ d: Date) -> String {
         let whole = d.timeIntervalSince1970.rounded(.down) == d.timeIntervalSince1970
         if whole { return d.formatted(.iso8601) }
