@@ -14,6 +14,9 @@ final class DiffRow {
     var flag = false
     var uid = UUID(uuidString: "00000000-0000-0000-0000-000000000000")!
     var price: Decimal = 0
+    var tags: [String] = []
+    var attrs: [String: Int] = [:]
+    var maybeTags: [String]? = nil
 }
 
 /// The query engine against SQLite on the same rows: random conditions (comparisons, ranges,
@@ -21,7 +24,9 @@ final class DiffRow {
 /// properties, pages, and aggregates, each run on both and compared. Strata's rules are
 /// written out in SQL: a nil matches only `isNil()` and `!=`; nil orders first ascending and
 /// last descending; ties end by id; strings compare by their UTF-8 bytes (SQLite's BINARY), UUIDs
-/// by their 16 bytes (a BLOB), decimals as numbers (quarters, exact as SQLite's REAL).
+/// by their 16 bytes (a BLOB), decimals as numbers (quarters, exact as SQLite's REAL). Arrays
+/// and dictionaries are JSON text in SQLite, asked with its JSON functions: a nil collection
+/// matches no `contains`, `containsKey` or count comparison.
 @Suite struct SQLiteDifferentialTests {
     static let scores: [Double] = [-2.5, -1, 0, 0.1, 0.5, 1, 1.5, 3.25, 100]
     static let labels = ["", "a", "ab", "abc", "b", "ba", "Z", "zeta", "é", "éa", "a é", "b1", "B"]
@@ -34,6 +39,19 @@ final class DiffRow {
         let b = UInt8(r.below(6) * 45)
         return UUID(uuid: (b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, UInt8(r.below(3))))
     }
+    static let words = ["a", "b", "ab", "é"]
+    static func words(_ r: inout SplitMix64) -> [String] { (0..<r.below(4)).map { _ in words[r.below(words.count)] } }
+    static func attrs(_ r: inout SplitMix64) -> [String: Int] {
+        var d: [String: Int] = [:]
+        for _ in 0..<r.below(4) { d[words[r.below(words.count)]] = r.below(9) - 4 }
+        return d
+    }
+    /// An array as SQLite keeps it: JSON text, elements in order.
+    static func json(_ a: [String]) -> String { "[" + a.map { "\"\($0)\"" }.joined(separator: ",") + "]" }
+    static func json(_ d: [String: Int]) -> String {
+        "{" + d.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}"
+    }
+
     static func blob(_ u: UUID) -> String {
         "x'" + withUnsafeBytes(of: u.uuid) { $0.map { String(format: "%02x", $0) }.joined() } + "'"
     }
@@ -51,7 +69,38 @@ final class DiffRow {
     }
 
     static func leaf(_ r: inout SplitMix64) -> Case {
-        switch r.below(15) {
+        switch r.below(18) {
+        case 15:
+            let w = words[r.below(words.count)], q = SQLiteConnection.literal(w)
+            return r.below(2) == 0
+                ? Case(condition: DiffRow.tags.contains(w), sql: "EXISTS (SELECT 1 FROM json_each(t.tags) WHERE value = \(q))")
+                : Case(condition: DiffRow.maybeTags.contains(w), sql: "EXISTS (SELECT 1 FROM json_each(t.maybeTags) WHERE value = \(q))")
+        case 16:
+            let n = r.below(4)
+            let (op, k) = compare(&r)
+            switch r.below(4) {
+            case 0:
+                let c: QueryCondition<DiffRow> = [DiffRow.tags.count == n, DiffRow.tags.count != n, DiffRow.tags.count < n,
+                                                  DiffRow.tags.count <= n, DiffRow.tags.count > n, DiffRow.tags.count >= n][k]
+                return Case(condition: c, sql: "json_array_length(tags) \(op) \(n)")
+            case 1:
+                let c: QueryCondition<DiffRow> = [DiffRow.maybeTags.count == n, DiffRow.maybeTags.count != n, DiffRow.maybeTags.count < n,
+                                                  DiffRow.maybeTags.count <= n, DiffRow.maybeTags.count > n, DiffRow.maybeTags.count >= n][k]
+                return Case(condition: c, sql: "json_array_length(maybeTags) \(op) \(n)")
+            case 2:
+                let c: QueryCondition<DiffRow> = [DiffRow.attrs.count == n, DiffRow.attrs.count != n, DiffRow.attrs.count < n,
+                                                  DiffRow.attrs.count <= n, DiffRow.attrs.count > n, DiffRow.attrs.count >= n][k]
+                return Case(condition: c, sql: "(SELECT count(*) FROM json_each(t.attrs)) \(op) \(n)")
+            default:
+                let a = words(&r), b = words(&r)
+                return r.below(2) == 0
+                    ? Case(condition: DiffRow.tags == a, sql: "tags = \(SQLiteConnection.literal(json(a)))")
+                    : Case(condition: DiffRow.tags.isIn([a, b]), sql: "tags IN (\(SQLiteConnection.literal(json(a))), \(SQLiteConnection.literal(json(b))))")
+            }
+        case 17:
+            let w = words[r.below(words.count)]
+            return Case(condition: DiffRow.attrs.containsKey(w),
+                        sql: "EXISTS (SELECT 1 FROM json_each(t.attrs) WHERE key = \(SQLiteConnection.literal(w)))")
         case 0, 1:
             let v = r.below(111) - 55
             let (op, k) = compare(&r)
@@ -185,7 +234,7 @@ final class DiffRow {
         let store = try Store(directoryPath: dir.path, options: .testing())
         defer { store.close() }
         let box = store.box(for: DiffRow.self)
-        try sqlite.query("CREATE TABLE t (id INTEGER PRIMARY KEY, qty INTEGER, score REAL, label TEXT, note TEXT, maybe INTEGER, flag INTEGER, uid BLOB, price REAL)")
+        try sqlite.query("CREATE TABLE t (id INTEGER PRIMARY KEY, qty INTEGER, score REAL, label TEXT, note TEXT, maybe INTEGER, flag INTEGER, uid BLOB, price REAL, tags TEXT, attrs TEXT, maybeTags TEXT)")
 
         var r = SplitMix64(state: 41)
         var rows: [DiffRow] = []
@@ -199,6 +248,9 @@ final class DiffRow {
             row.flag = r.below(2) == 0
             row.uid = Self.uid(&r)
             row.price = Self.price(&r)
+            row.tags = Self.words(&r)
+            row.attrs = Self.attrs(&r)
+            row.maybeTags = r.below(10) < 3 ? nil : Self.words(&r)
             rows.append(row)
         }
         try box.put(rows)
@@ -211,12 +263,16 @@ final class DiffRow {
             kept[i].qty = r.below(101) - 50
             kept[i].note = r.below(2) == 0 ? nil : "m"
             kept[i].price = Self.price(&r)
+            kept[i].tags = Self.words(&r)
         }
         try box.put(Array(stride(from: 0, to: kept.count, by: 7).map { kept[$0] }))
         for row in kept {
             let note = row.note.map(SQLiteConnection.literal) ?? "NULL"
             let maybe = row.maybe.map(String.init) ?? "NULL"
-            try sqlite.query("INSERT INTO t VALUES (\(row.id), \(row.qty), \(row.score), \(SQLiteConnection.literal(row.label)), \(note), \(maybe), \(row.flag ? 1 : 0), \(Self.blob(row.uid)), \(row.price))")
+            let maybeTags = row.maybeTags.map { SQLiteConnection.literal(Self.json($0)) } ?? "NULL"
+            try sqlite.query("INSERT INTO t VALUES (\(row.id), \(row.qty), \(row.score), \(SQLiteConnection.literal(row.label)), \(note), \(maybe), "
+                             + "\(row.flag ? 1 : 0), \(Self.blob(row.uid)), \(row.price), \(SQLiteConnection.literal(Self.json(row.tags))), "
+                             + "\(SQLiteConnection.literal(Self.json(row.attrs))), \(maybeTags))")
         }
 
         var mismatches: [String] = []
@@ -243,7 +299,8 @@ final class DiffRow {
             }
             // Aggregates over the same rows.
             let agg = try sqlite.query("SELECT count(*), coalesce(sum(qty), 0), min(qty), max(qty), avg(qty), coalesce(sum(score), 0.0), "
-                                       + "min(label), max(label), coalesce(sum(maybe), 0), min(note), avg(maybe), min(price), max(price)" + whereSQL)[0]
+                                       + "min(label), max(label), coalesce(sum(maybe), 0), min(note), avg(maybe), min(price), max(price), "
+                                       + "count(DISTINCT tags), count(maybeTags)" + whereSQL)[0]
             let qty = try query.property(DiffRow.qty)
             let checks: [(String, Bool)] = [
                 ("count", try query.count() == Int(Self.integer(agg[0]) ?? -1)),
@@ -259,7 +316,14 @@ final class DiffRow {
                 ("avg(maybe)", Self.close(try query.property(DiffRow.maybe).average(), Self.real(agg[10]))),
                 ("min(price)", Self.close(try query.property(DiffRow.price).min().map { NSDecimalNumber(decimal: $0).doubleValue }, Self.real(agg[11]))),
                 ("max(price)", Self.close(try query.property(DiffRow.price).max().map { NSDecimalNumber(decimal: $0).doubleValue }, Self.real(agg[12]))),
+                ("count(DISTINCT tags)", try query.property(DiffRow.tags).distinct().count() == Int(Self.integer(agg[13]) ?? -1)),
+                ("count(maybeTags)", try query.property(DiffRow.maybeTags).count() == Int(Self.integer(agg[14]) ?? -1)),
             ]
+            // A Codable property's values, in the query's order.
+            let tags = try sqlite.query("SELECT tags" + whereSQL + orderBy).map { $0[0] }
+            if try query.property(DiffRow.tags).findValues().map({ SQLiteConnection.Value.text(Self.json($0)) }) != tags {
+                mismatches.append("#\(n) tags values where \(c.sql)\(orderBy)")
+            }
             for (name, ok) in checks where !ok {
                 mismatches.append("#\(n) \(name) where \(c.sql): SQLite \(agg)")
             }

@@ -16,6 +16,13 @@ enum CompactValueEncoder {
         try node.encode(value, codingPath: [])
         return node.finish()
     }
+
+    /// `value` in the form a stored one has when it is read back (encoded, then parsed from
+    /// its bytes: a Float widened, an integer's sign as stored), to compare with stored
+    /// elements and keys; nil when the value's own `encode(to:)` throws.
+    static func storedForm<T: Encodable>(of value: T) -> CompactValue? {
+        (try? encode(value).encoded()).flatMap { bytes in try? bytes.withUnsafeBytes { try CompactValue.parse($0) } }
+    }
 }
 
 /// A value being encoded; containers fill it in after they are handed out, hence a class.

@@ -38,11 +38,30 @@ enum IndexValueText {
                 if let u = try? raw.withUnsafeBytes({ try UUID.fromStored($0) }) { return u.uuidString }
             case .decimal:
                 if let d = try? raw.withUnsafeBytes({ try OrderedDecimal.decode($0) }) { return d.description }
+            case .codable:
+                if let v = try? raw.withUnsafeBytes({ try CompactValue.parse($0) }) {
+                    let s = text(v)
+                    return s.count > 80 ? s.prefix(80) + "…" : s
+                }
             default:
                 break
             }
             return "\(raw.count) bytes"
         default: return "?"
+        }
+    }
+
+    /// A `Codable` value in JSON's notation: `{"street": "Main 1", "zip": 10001}`.
+    private static func text(_ value: CompactValue) -> String {
+        switch value {
+        case .null: "null"
+        case let .bool(b): String(b)
+        case let .int(v): String(v)
+        case let .uint(v): String(v)
+        case let .double(v): String(v)
+        case let .string(s): "\"" + s + "\""
+        case let .array(elements): "[" + elements.map(text).joined(separator: ", ") + "]"
+        case let .keyed(entries): "{" + entries.map { "\"\($0.key)\": " + text($0.value) }.joined(separator: ", ") + "}"
         }
     }
 }

@@ -167,30 +167,81 @@ extension Property where Value: _OptionalCodable {
     public func isNotNil() -> QueryCondition<Owner> { condition { .isNil(field: $0, false) } }
 }
 
+extension Property where Value: Codable & Equatable {
+    /// Objects whose `Codable` property equals one of `values` (compared in stored form).
+    @_disfavoredOverload
+    public func isIn(_ values: [Value]) -> QueryCondition<Owner> {
+        condition { .isIn(field: $0, Set(values.map { .bytes(Self.storedBytes($0)) })) }
+    }
+}
+
 extension Property where Value: Collection & Codable, Value.Element: Encodable {
     /// Objects whose array or set property holds `element` (`Post.tags.contains("swift")`).
     public func contains(_ element: Value.Element) -> QueryCondition<Owner> {
-        // Parsed back from its bytes: the form a stored element has, compared with it as is.
-        let stored = (try? CompactValueEncoder.encode(element).encoded()).flatMap { bytes in
-            try? bytes.withUnsafeBytes { try CompactValue.parse($0) }
-        }
-        return condition { .elements(field: $0, .contains(stored)) }
+        condition { .elements(field: $0, .contains(CompactValueEncoder.storedForm(of: element))) }
     }
 
     /// The number of elements of an array or set property, to compare (`Post.tags.count >= 2`).
-    public var count: ElementCount<Owner> { ElementCount(field: field ?? 0) }
+    public var count: ElementCount<Owner> { ElementCount(field: field ?? 0, ofDictionary: false) }
 }
 
-/// The element count of a `Codable` array or set property, in a condition.
+/// Optional arrays and sets, for `contains` and `count`.
+public protocol _OptionalCodableCollection {
+    associatedtype _Element: Encodable
+}
+extension Optional: _OptionalCodableCollection where Wrapped: Collection & Codable, Wrapped.Element: Encodable {
+    public typealias _Element = Wrapped.Element
+}
+
+extension Property where Value: _OptionalCodableCollection {
+    /// Objects whose optional array or set property holds `element` (never a nil one).
+    public func contains(_ element: Value._Element) -> QueryCondition<Owner> {
+        condition { .elements(field: $0, .contains(CompactValueEncoder.storedForm(of: element))) }
+    }
+
+    /// The number of elements of an optional array or set property, to compare; a nil value
+    /// has no count and matches no comparison.
+    public var count: ElementCount<Owner> { ElementCount(field: field ?? 0, ofDictionary: false) }
+}
+
+/// Dictionaries, optional or not, for `containsKey` and `count`.
+public protocol _CodableDictionary {
+    associatedtype _Key: Encodable
+}
+extension Dictionary: _CodableDictionary where Key: Encodable, Value: Codable {
+    public typealias _Key = Key
+}
+extension Optional: _CodableDictionary where Wrapped: _CodableDictionary {
+    public typealias _Key = Wrapped._Key
+}
+
+extension Property where Value: _CodableDictionary {
+    /// Objects whose dictionary property has an entry for `key`
+    /// (`Product.attributes.containsKey("color")`); never a nil dictionary.
+    public func containsKey(_ key: Value._Key) -> QueryCondition<Owner> {
+        condition { .elements(field: $0, .containsKey(ElementCondition.StoredKey(key))) }
+    }
+
+    /// The number of entries of a dictionary property, to compare
+    /// (`Product.attributes.count > 3`); a nil dictionary matches no comparison.
+    public var count: ElementCount<Owner> { ElementCount(field: field ?? 0, ofDictionary: true) }
+}
+
+/// The element count of a `Codable` array, set or dictionary property, in a condition.
 public struct ElementCount<Owner: Entity>: Sendable {
     let field: Int
+    let ofDictionary: Bool
 
-    public static func == (c: ElementCount, n: Int) -> QueryCondition<Owner> { QueryCondition(node: .elements(field: c.field, .count(.equal, n))) }
-    public static func != (c: ElementCount, n: Int) -> QueryCondition<Owner> { QueryCondition(node: .elements(field: c.field, .count(.notEqual, n))) }
-    public static func < (c: ElementCount, n: Int) -> QueryCondition<Owner> { QueryCondition(node: .elements(field: c.field, .count(.less, n))) }
-    public static func <= (c: ElementCount, n: Int) -> QueryCondition<Owner> { QueryCondition(node: .elements(field: c.field, .count(.lessOrEqual, n))) }
-    public static func > (c: ElementCount, n: Int) -> QueryCondition<Owner> { QueryCondition(node: .elements(field: c.field, .count(.greater, n))) }
-    public static func >= (c: ElementCount, n: Int) -> QueryCondition<Owner> { QueryCondition(node: .elements(field: c.field, .count(.greaterOrEqual, n))) }
+    private func node(_ op: CompareOperator, _ n: Int) -> QueryCondition<Owner> {
+        QueryCondition(node: .elements(field: field, ofDictionary ? .entryCount(op, n) : .count(op, n)))
+    }
+
+    public static func == (c: ElementCount, n: Int) -> QueryCondition<Owner> { c.node(.equal, n) }
+    public static func != (c: ElementCount, n: Int) -> QueryCondition<Owner> { c.node(.notEqual, n) }
+    public static func < (c: ElementCount, n: Int) -> QueryCondition<Owner> { c.node(.less, n) }
+    public static func <= (c: ElementCount, n: Int) -> QueryCondition<Owner> { c.node(.lessOrEqual, n) }
+    public static func > (c: ElementCount, n: Int) -> QueryCondition<Owner> { c.node(.greater, n) }
+    public static func >= (c: ElementCount, n: Int) -> QueryCondition<Owner> { c.node(.greaterOrEqual, n) }
 }
 
 /// To-many relations and backlinks, for `count`.

@@ -8,24 +8,34 @@
 /// let mean = try q.property(Order.amount).average()     // Double?
 /// let largest = try q.property(Order.amount).max()      // Int64?
 /// let names = try customers.query().build().property(Customer.name).distinct().findValues()
+/// let tags = try posts.query().build().property(Post.tags).findValues()   // [[String]]
 /// ```
 ///
 /// Values come in the query's order (by id when it has none); `min` and `max` use the value
 /// type's own `<`. A property query runs each time it is asked, on one consistent snapshot, or
-/// inside a write transaction on its own writes.
-public struct PropertyQuery<T: Entity, V: PersistableValue> {
+/// inside a write transaction on its own writes. Every stored type has one: scalars, enums
+/// (their cases, from the stored raw values) and `Codable` values (arrays, sets, dictionaries,
+/// structs), whose ``distinct()`` compares stored forms, so that equal sets are one value.
+public struct PropertyQuery<T: Entity, V> {
     let query: Query<T>
     let field: Int
     let name: String
+    /// The property as the store keeps it: which comparable form a value has.
+    let type: PropertyType
+    /// Decodes the reader's current, non-null field as `V`.
+    let decode: (inout ObjectReader) throws -> V
     private(set) var isDistinct = false
 
-    init(query: Query<T>, property: PropertySlot, name: String) throws(StrataError) {
+    init(query: Query<T>, property: PropertySlot, name: String,
+         decode: @escaping (inout ObjectReader) throws -> V) throws(StrataError) {
         guard case let .field(f) = property, ![.toOne, .toMany].contains(T._strataSchema.properties[f].type) else {
             throw .invalidQuery(reason: "\(name) is not a stored property: a property query reads values, not relations")
         }
         self.query = query
         field = f
         self.name = name
+        type = T._strataSchema.properties[f].type
+        self.decode = decode
     }
 
     /// The same query, giving each value once: ``findValues()`` in the order of first
@@ -56,9 +66,10 @@ public struct PropertyQuery<T: Entity, V: PersistableValue> {
     /// call only.
     func forEachField(_ body: (FieldView) throws(StrataError) -> Void) throws(StrataError) {
         if !query.orderings.isEmpty || isDistinct {
-            // Order and distinctness need the values themselves: the general path.
-            try forEachValue { (v: V) throws(StrataError) in
-                switch QueryValue.of(v) {
+            // Order and distinctness need the values themselves: the general path, which hands
+            // over each value's stored form with it.
+            try forEachKeyedValue { (_: V, key: QueryValue) throws(StrataError) in
+                switch key {
                 case .null: return
                 case let .int(x): try body(.int(x))
                 case let .uint(x): try body(.uint(x))
@@ -90,6 +101,15 @@ public struct PropertyQuery<T: Entity, V: PersistableValue> {
     /// Calls `body` with each non-nil value in the query's order (once per value after
     /// ``distinct()``).
     func forEachValue(_ body: (V) throws(StrataError) -> Void) throws(StrataError) {
+        try forEachValue(keyed: isDistinct) { (v: V, _: QueryValue) throws(StrataError) in try body(v) }
+    }
+
+    /// ``forEachValue(_:)`` with each value's stored form (as conditions compare it).
+    private func forEachKeyedValue(_ body: (V, QueryValue) throws(StrataError) -> Void) throws(StrataError) {
+        try forEachValue(keyed: true, body)
+    }
+
+    private func forEachValue(keyed: Bool, _ body: (V, QueryValue) throws(StrataError) -> Void) throws(StrataError) {
         let store = query.store
         let field = field
         var seen = Set<QueryValue>()
@@ -97,18 +117,19 @@ public struct PropertyQuery<T: Entity, V: PersistableValue> {
         try query.box.read(consistent: true) { t in
             let b = try store.binding(for: T.self).get()
             let defaults = try b.defaultObject(T.self)
-            let reader = FieldDecoder<V>(binding: b, field: field, defaults: UnsafeRawBufferPointer(defaults.bytes))
+            let reader = FieldDecoder<V>(binding: b, field: field, type: type, decode: decode,
+                                         defaults: UnsafeRawBufferPointer(defaults.bytes))
             func visit(_ id: Id, _ raw: UnsafeRawBufferPointer) throws(StrataError) {
-                guard let (value, key) = try reader.value(in: raw, id: id, entity: b.name, keyed: distinct) else { return }
+                guard let (value, key) = try reader.value(in: raw, id: id, entity: b.name, keyed: keyed) else { return }
                 if distinct, !seen.insert(key).inserted { return }
-                try body(value)
+                try body(value, key)
             }
             if !query.orderings.isEmpty {
                 let ids = try query.ids(in: t, offset: 0, limit: nil)
                 var values: [Id: (V, QueryValue)?] = [:]
                 do {
                     try query.box.forEachStored(ids.sorted(), binding: b, in: t) { id, raw in
-                        values[id] = try reader.value(in: raw, id: id, entity: b.name, keyed: distinct)
+                        values[id] = try reader.value(in: raw, id: id, entity: b.name, keyed: keyed)
                         return true
                     }
                 } catch {
@@ -117,7 +138,7 @@ public struct PropertyQuery<T: Entity, V: PersistableValue> {
                 for id in ids {
                     guard let entry = values[id], let (value, key) = entry else { continue }
                     if distinct, !seen.insert(key).inserted { continue }
-                    try body(value)
+                    try body(value, key)
                 }
                 return
             }
@@ -131,6 +152,51 @@ public struct PropertyQuery<T: Entity, V: PersistableValue> {
                 })
             }
         }
+    }
+}
+
+extension Query {
+    /// The values of one stored property of the matching objects, read from the stored bytes
+    /// without building objects: aggregates (`sum`, `min`, `max`, `average`, `count`) and value
+    /// lists (``PropertyQuery/findValues()``, ``PropertyQuery/distinct()``).
+    ///
+    /// ```swift
+    /// let total = try orders.query { Order.amount > 100 }.build().property(Order.amount).sum()
+    /// ```
+    public func property<V: PersistableValue>(_ property: Property<T, V>) throws(StrataError) -> PropertyQuery<T, V> {
+        try PropertyQuery(query: self, property: property.slot, name: property.name) { try V._strataRead(from: &$0) }
+    }
+
+    /// ``property(_:)`` for an optional property: objects whose value is nil are left out.
+    public func property<V: PersistableValue>(_ property: Property<T, V?>) throws(StrataError) -> PropertyQuery<T, V> {
+        try PropertyQuery(query: self, property: property.slot, name: property.name) { try V._strataRead(from: &$0) }
+    }
+
+    /// ``property(_:)`` for an enum stored as its raw value: the cases.
+    public func property<V: RawRepresentable>(_ property: Property<T, V>) throws(StrataError) -> PropertyQuery<T, V>
+        where V.RawValue: PersistableValue {
+        try PropertyQuery(query: self, property: property.slot, name: property.name) { try $0.read() as V }
+    }
+
+    /// ``property(_:)`` for an optional enum: objects whose value is nil are left out.
+    public func property<V: RawRepresentable>(_ property: Property<T, V?>) throws(StrataError) -> PropertyQuery<T, V>
+        where V.RawValue: PersistableValue {
+        try PropertyQuery(query: self, property: property.slot, name: property.name) { try $0.read() as V }
+    }
+
+    /// ``property(_:)`` for a `Codable` value (an array, a set, a dictionary, a struct):
+    /// ```swift
+    /// let everyTag = Set(try posts.query().build().property(Post.tags).findValues().joined())
+    /// ```
+    @_disfavoredOverload
+    public func property<V: Codable>(_ property: Property<T, V>) throws(StrataError) -> PropertyQuery<T, V> {
+        try PropertyQuery(query: self, property: property.slot, name: property.name) { try $0.read() as V }
+    }
+
+    /// ``property(_:)`` for an optional `Codable` value: objects whose value is nil are left out.
+    @_disfavoredOverload
+    public func property<V: Codable>(_ property: Property<T, V?>) throws(StrataError) -> PropertyQuery<T, V> {
+        try PropertyQuery(query: self, property: property.slot, name: property.name) { try $0.read() as V }
     }
 }
 
@@ -207,9 +273,12 @@ extension PropertyQuery where V: BinaryFloatingPoint {
 
 /// Reads one field of stored objects of an entity as `V`, in place: the reader walks the
 /// object's fields to the one asked for and decodes only it.
-struct FieldDecoder<V: PersistableValue> {
+struct FieldDecoder<V> {
     let binding: EntityBinding
     let field: Int
+    /// The property's stored type, for the value's comparable form.
+    let type: PropertyType
+    let decode: (inout ObjectReader) throws -> V
     /// The value a stored object lacks the field for (a property added later): `init()`'s.
     let defaults: UnsafeRawBufferPointer
 
@@ -236,8 +305,8 @@ struct FieldDecoder<V: PersistableValue> {
                 }
                 if reader.wire == .null { return (nil, ()) }
                 var keyReader = reader
-                let value = try V._strataRead(from: &reader)
-                let key = keyed ? try FieldView.read(V._strataPropertyType, from: &keyReader).owned : .null
+                let value = try decode(&reader)
+                let key = keyed ? try FieldView.read(type, from: &keyReader).owned : .null
                 return ((value, key), ())
             }
             return nil

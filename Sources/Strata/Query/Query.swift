@@ -141,22 +141,6 @@ public final class Query<T: Entity> {
         }
     }
 
-    /// The values of one stored property of the matching objects, read from the stored bytes
-    /// without building objects: aggregates (`sum`, `min`, `max`, `average`, `count`) and value
-    /// lists (``PropertyQuery/findValues()``, ``PropertyQuery/distinct()``).
-    ///
-    /// ```swift
-    /// let total = try orders.query { Order.amount > 100 }.build().property(Order.amount).sum()
-    /// ```
-    public func property<V: PersistableValue>(_ property: Property<T, V>) throws(StrataError) -> PropertyQuery<T, V> {
-        try PropertyQuery(query: self, property: property.slot, name: property.name)
-    }
-
-    /// ``property(_:)`` for an optional property: objects whose value is nil are left out.
-    public func property<V: PersistableValue>(_ property: Property<T, V?>) throws(StrataError) -> PropertyQuery<T, V> {
-        try PropertyQuery(query: self, property: property.slot, name: property.name)
-    }
-
     /// The number of matching objects.
     public func count() throws(StrataError) -> Int {
         try box.read(consistent: true) { t in try matches(in: t).count }

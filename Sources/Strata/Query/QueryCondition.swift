@@ -36,21 +36,59 @@ enum StringOperator: Sendable {
     case equal, notEqual, startsWith, endsWith, contains
 }
 
-/// What a condition asks of a `Codable` array's or set's elements.
+/// What a condition asks of a `Codable` collection's elements: an array's or a set's, or a
+/// dictionary's keys.
 enum ElementCondition: Sendable {
     /// An element equal to this one, in stored form (as a stored element parses: equal values
     /// have equal stored forms). Nil: a value whose own `encode(to:)` threw, which matches nothing.
     case contains(CompactValue?)
     /// The number of elements compares so with the number.
     case count(CompareOperator, Int)
+    /// A dictionary holding this key (nil: one whose `encode(to:)` threw, which matches nothing).
+    case containsKey(StoredKey?)
+    /// The number of a dictionary's entries compares so with the number.
+    case entryCount(CompareOperator, Int)
 
-    /// Whether the stored value `raw` (a ``CompactValue``) satisfies it; a nil or a value that is
-    /// no list does not.
+    /// How a dictionary's key is stored, which its type decides as `Dictionary.encode(to:)` does:
+    /// `String`, `Int` and `CodingKeyRepresentable` keys name the entries of a keyed value;
+    /// any other key is every other element of a list of key, value, key, value….
+    enum StoredKey: Sendable {
+        case name(String)
+        case pair(CompactValue)
+
+        init?<K: Encodable>(_ key: K) {
+            switch key {
+            case let s as String: self = .name(s)
+            case let i as Int: self = .name(String(i))
+            case let k as any CodingKeyRepresentable: self = .name(k.codingKey.stringValue)
+            default:
+                guard let stored = CompactValueEncoder.storedForm(of: key) else { return nil }
+                self = .pair(stored)
+            }
+        }
+    }
+
+    /// Whether the stored value `raw` (a ``CompactValue``) satisfies it; a nil, or a value that
+    /// is not the kind of collection asked about, does not.
     func holds(_ raw: UnsafeRawBufferPointer) throws -> Bool {
-        guard case let .array(elements) = try CompactValue.parse(raw) else { return false }
-        switch self {
-        case let .contains(element): return element.map(elements.contains) ?? false
-        case let .count(op, n): return op.holds(elements.count < n ? -1 : (elements.count == n ? 0 : 1))
+        let value = try CompactValue.parse(raw)
+        func compare(_ count: Int, _ op: CompareOperator, _ n: Int) -> Bool { op.holds(count < n ? -1 : (count == n ? 0 : 1)) }
+        switch (self, value) {
+        case let (.contains(element), .array(elements)): return element.map(elements.contains) ?? false
+        case let (.count(op, n), .array(elements)): return compare(elements.count, op, n)
+        case let (.containsKey(.name(key)?), .keyed(entries)):
+            // Entries are sorted by their keys' bytes (the parser refuses anything else).
+            var low = 0, high = entries.count
+            while low < high {
+                let mid = (low + high) / 2
+                if entries[mid].key.utf8.lexicographicallyPrecedes(key.utf8) { low = mid + 1 } else { high = mid }
+            }
+            return low < entries.count && entries[low].key == key
+        case let (.containsKey(.pair(key)?), .array(elements)):
+            return stride(from: 0, to: elements.count - 1, by: 2).contains { elements[$0] == key }
+        case let (.entryCount(op, n), .keyed(entries)): return compare(entries.count, op, n)
+        case let (.entryCount(op, n), .array(elements)): return compare(elements.count / 2, op, n)
+        default: return false
         }
     }
 }

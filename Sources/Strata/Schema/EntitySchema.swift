@@ -82,17 +82,20 @@ public struct PropertySchema: Sendable, Equatable {
     }
 
     /// The schema of a property holding any other `Codable` value (a struct, an array, a set, a
-    /// dictionary), stored as its ``CompactValue``. Not indexable. Disfavored: the scalars and
-    /// enums, Codable too, keep their own types.
+    /// dictionary), stored as its ``CompactValue``. Its index (`@Index`, `@Unique`) is keyed by
+    /// the stored form, so it serves equality and `isIn`, not orderings. Disfavored: the scalars
+    /// and enums, Codable too, keep their own types.
     @_disfavoredOverload
-    public init<Root, Value: Codable>(name: String, keyPath: KeyPath<Root, Value>, renamedFrom: String? = nil) {
-        self.init(name: name, type: .codable, isOptional: false, renamedFrom: renamedFrom)
+    public init<Root, Value: Codable>(name: String, keyPath: KeyPath<Root, Value>, renamedFrom: String? = nil,
+                                      index: PropertyIndex = .none, indexWith: [String] = []) {
+        self.init(name: name, type: .codable, isOptional: false, renamedFrom: renamedFrom, index: index, indexWith: indexWith)
     }
 
     /// The schema of an optional `Codable` property.
     @_disfavoredOverload
-    public init<Root, Value: Codable>(name: String, keyPath: KeyPath<Root, Value?>, renamedFrom: String? = nil) {
-        self.init(name: name, type: .codable, isOptional: true, renamedFrom: renamedFrom)
+    public init<Root, Value: Codable>(name: String, keyPath: KeyPath<Root, Value?>, renamedFrom: String? = nil,
+                                      index: PropertyIndex = .none, indexWith: [String] = []) {
+        self.init(name: name, type: .codable, isOptional: true, renamedFrom: renamedFrom, index: index, indexWith: indexWith)
     }
 
     /// "String?", "Int64" or "ToOne<Customer>": the type as the store sees it, for messages.
