@@ -115,6 +115,13 @@ public struct ObjectReader {
         }
     }
 
+    /// A type Strata cannot store: the compile-time error of the macro's generated code.
+    @available(*, unavailable, message: "Strata cannot store this property\'s type: make it Codable, or mark the property @Transient")
+    @_disfavoredOverload
+    public mutating func read<V>() throws -> V {
+        throw CodecFailure("\(V.self) cannot be stored")
+    }
+
     static func describe(_ error: DecodingError) -> String {
         switch error {
         case let .typeMismatch(_, c), let .valueNotFound(_, c), let .keyNotFound(_, c), let .dataCorrupted(c):

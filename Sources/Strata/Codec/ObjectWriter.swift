@@ -58,6 +58,11 @@ public struct ObjectWriter {
         write(value, field: field)
     }
 
+    /// A type Strata cannot store: the compile-time error of the macro's generated code.
+    @available(*, unavailable, message: "Strata cannot store this property\'s type: make it Codable, or mark the property @Transient")
+    @_disfavoredOverload
+    public mutating func write<V>(_ value: V, field: Int) {}
+
     /// Writes a to-one relation as its target's id, or null.
     public mutating func write<T: Entity>(_ relation: ToOne<T>, field: Int) {
         let id = relation.idToStore

@@ -98,6 +98,15 @@ public struct PropertySchema: Sendable, Equatable {
         self.init(name: name, type: .codable, isOptional: true, renamedFrom: renamedFrom, index: index, indexWith: indexWith)
     }
 
+    /// A type Strata cannot store: a compile-time error naming what it can store (the macro
+    /// cannot see whether a type is `Codable`; the type checker can). Never called.
+    @available(*, unavailable, message: "Strata cannot store this type: use Bool, an integer, Float, Double, String, Date, Data, [UInt8], UUID, URL, Decimal, a RawRepresentable enum over one of those, any Codable value, or an optional of one; or mark the property @Transient")
+    @_disfavoredOverload
+    public init<Root, Value>(name: String, keyPath: KeyPath<Root, Value>, renamedFrom: String? = nil,
+                             index: PropertyIndex = .none, indexWith: [String] = []) {
+        self.init(name: name, type: .codable, isOptional: false, renamedFrom: renamedFrom)
+    }
+
     /// "String?", "Int64" or "ToOne<Customer>": the type as the store sees it, for messages.
     var typeDescription: String {
         if let target { return "\(type)<\(target)>" }
