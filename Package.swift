@@ -8,6 +8,9 @@ let package = Package(
     products: [
         .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataStorage", targets: ["StrataStorage"]),
+        // For apps' own tests: the in-memory and fault-injecting file systems that simulate
+        // crashes, power cuts and I/O errors, and the decoders' fuzz entry points.
+        .library(name: "StrataTesting", targets: ["StrataTesting"]),
         .executable(name: "strata", targets: ["strata"]),
     ],
     dependencies: [
@@ -47,6 +50,11 @@ let package = Package(
             name: "Strata",
             dependencies: ["StrataStorage", "StrataMacros"]
         ),
+        // Test support that ships as its own product, outside the libraries apps link.
+        .target(
+            name: "StrataTesting",
+            dependencies: ["Strata", "StrataStorage"]
+        ),
         .executableTarget(
             name: "strata",
             dependencies: [
@@ -75,11 +83,11 @@ let package = Package(
         ),
         .testTarget(
             name: "StrataStorageTests",
-            dependencies: ["StrataStorage", "StrataTestSupport"]
+            dependencies: ["StrataStorage", "StrataTesting", "StrataTestSupport"]
         ),
         .testTarget(
             name: "StrataTests",
-            dependencies: ["Strata", "StrataTestSupport", "StrataTortureModel"]
+            dependencies: ["Strata", "StrataTesting", "StrataTestSupport", "StrataTortureModel"]
         ),
         // Runs the built `strata` executable as a subprocess against stores it prepares.
         .testTarget(

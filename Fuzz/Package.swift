@@ -14,6 +14,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Strata", package: "Strata"),
                 .product(name: "StrataStorage", package: "Strata"),
+                .product(name: "StrataTesting", package: "Strata"),
             ]
         ),
     ]

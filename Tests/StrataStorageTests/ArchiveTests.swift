@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import StrataStorage
+import StrataTesting
 
 /// Continuous archives and point-in-time restore (SPEC.md §3.3).
 @Suite struct ArchiveTests {

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import StrataStorage
+import StrataTesting
 
 /// Online backups (`Engine.backup`, SPEC.md §3.2): a complete store of one committed state,
 /// taken while writers go on, incremental into an earlier backup, never half a store.

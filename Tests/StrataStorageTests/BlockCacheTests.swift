@@ -1,5 +1,6 @@
 import Testing
 @testable import StrataStorage
+import StrataTesting
 
 /// The block cache's own hash index (linear probing, backward-shift deletion) against a model:
 /// a cached block is always the one last inserted for its key, and evictions keep the index

@@ -1,6 +1,7 @@
 import StrataTestSupport
 import Testing
 @testable import StrataStorage
+import StrataTesting
 
 /// The segment bloom filter (SPEC §6.3) in both layouts, and segments of formats 1 (before
 /// filter prefixes) and 2 (before cache-line filters).

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import StrataStorage
+import StrataTesting
 
 @Suite struct CompactionTests {
     static func smallOptions(_ fs: (any FileSystem)? = nil) -> EngineOptions {

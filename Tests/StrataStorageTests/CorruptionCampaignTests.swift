@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import StrataStorage
+import StrataTesting
 
 /// RELIABILITY.md §4: seeded damage to every kind of file of a store (bit flips, garbage,
 /// truncation, appended garbage, a missing or swapped segment, CURRENT naming nothing). For damage

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import StrataStorage
+import StrataTesting
 
 /// The crash model itself (`InMemoryFileSystem` under a `FaultInjectingFileSystem`): what a
 /// failed sync, a file rewritten after its last sync and a mapped log become at a power cut.

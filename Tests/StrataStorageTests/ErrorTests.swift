@@ -1,5 +1,6 @@
 import Testing
 @testable import StrataStorage
+import StrataTesting
 
 /// Bad input and failing I/O: typed errors, nothing stored half, the engine stays usable.
 @Suite struct ErrorTests {

@@ -1,6 +1,7 @@
 import Foundation
 @testable import StrataStorage
 import Testing
+import StrataTesting
 
 /// After a failed sync of the write-ahead log the engine refuses every later write with
 /// `writesStopped` until it is reopened (the kernel may have dropped the pages it failed to

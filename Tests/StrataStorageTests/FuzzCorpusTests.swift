@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import StrataStorage
+import StrataTesting
 
 /// RELIABILITY.md §6: the committed seed corpus of each storage fuzzer (Tests/FuzzCorpus, grown
 /// by scripts/fuzz.sh) replayed through the same entry points: every input ends in a value or a

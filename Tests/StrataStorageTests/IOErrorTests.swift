@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import StrataStorage
+import StrataTesting
 
 /// RELIABILITY.md §5: the N-th file operation (open, write, sync, rename, remove, directory sync)
 /// fails with EIO or ENOSPC, and so does the next one of those kinds (two faults in a row: the

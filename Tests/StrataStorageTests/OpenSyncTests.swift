@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import StrataStorage
+import StrataTesting
 
 /// What a writable open makes durable, and how few syncs it takes (SPEC.md §8, "Opening"): the
 /// open appends to the manifest CURRENT names instead of writing a new one, and leaves the logs

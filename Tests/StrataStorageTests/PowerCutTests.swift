@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import StrataStorage
+import StrataTesting
 
 /// RELIABILITY.md §2: a scripted workload (durable and non-durable batches across two key spaces,
 /// flushes, compactions, a reopen) is cut at its k-th sync, rename or directory sync, for every

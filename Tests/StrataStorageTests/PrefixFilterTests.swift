@@ -1,5 +1,6 @@
 import Testing
 @testable import StrataStorage
+import StrataTesting
 
 /// Prefix filters (`EngineOptions.prefixFilters`, SPEC §6.3): a prefix seek gives what a plain
 /// prefix scan gives, while skipping the segments that hold no key with the prefix, and never

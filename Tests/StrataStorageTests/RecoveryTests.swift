@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import StrataStorage
+import StrataTesting
 
 /// WAL recovery: torn tails are dropped, damage before the end is refused, and batches across
 /// key spaces are all-or-nothing.
@@ -79,10 +80,10 @@ import Testing
         let fs = InMemoryFileSystem()
         let (wal, lastStart, lastEnd) = try Self.writeBatches(fs, count: 5)
         let full = fs.contents(of: wal)!
-        let image = fs.state.withLock { $0 }
+        let image = fs.image()
         // Up to the end of the last batch: the end-of-log record of the clean close follows it.
         for cut in lastStart..<lastEnd {
-            fs.state.withLock { $0 = image }
+            fs.restore(image)
             fs.setContents(of: wal, to: Array(full.prefix(cut)))
             let e = try Engine.open(directory: Self.dir, options: Self.options(fs))
             let a = e.defaultKeySpace

@@ -1,5 +1,6 @@
 import Testing
 @testable import StrataStorage
+import StrataTesting
 
 @Suite struct SegmentTests {
     static let dir = "/db"

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import StrataStorage
+import StrataTesting
 
 /// SPEC.md §5.2: what lies after a log's last durable mark may have lost any subset of its pages
 /// in a power cut, so damage there is a torn tail, never an error that keeps the store closed;

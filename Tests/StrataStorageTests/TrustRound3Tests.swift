@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import StrataStorage
+import StrataTesting
 #if canImport(Glibc)
 import Glibc
 #endif

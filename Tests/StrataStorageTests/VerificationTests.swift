@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import StrataStorage
+import StrataTesting
 
 /// `Engine.verify` (every file, every checksum, without opening the store) and the lifetime
 /// counters of the STATS file.

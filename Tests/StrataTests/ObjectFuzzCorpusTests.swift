@@ -1,6 +1,7 @@
 import Foundation
 import Strata
 import Testing
+import StrataTesting
 
 /// RELIABILITY.md §6: the object layer's fuzz corpus (Tests/FuzzCorpus/object, …/entityRecord)
 /// replayed: every input decodes or fails with a typed error, and every entity record that

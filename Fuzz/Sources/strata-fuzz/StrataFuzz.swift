@@ -1,5 +1,6 @@
 import Strata
 import StrataStorage
+import StrataTesting
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -123,6 +123,6 @@ extension ReadableFile {
 
 /// Joins a directory and a file name.
 @inline(__always)
-func joinPath(_ directory: String, _ name: String) -> String {
+package func joinPath(_ directory: String, _ name: String) -> String {
     directory.hasSuffix("/") ? directory + name : directory + "/" + name
 }

@@ -11,7 +11,7 @@
 /// files, or a WAL, segment or manifest with the entry's number. Before the store is opened,
 /// the checksums of `CURRENT`, `STATS`, manifests, WALs and segments are made right (``ChecksumFixup``),
 /// so the mutations reach the decoders behind them.
-enum StoreFuzzArchive {
+package enum StoreFuzzArchive {
     static let names = [
         "CURRENT", "STATS", "LOCK", "CURRENT.tmp", "000008.seg.tmp", "0000042.wal", "18446744073709551615.wal",
         "+00009.seg", "notes.txt", "MANIFEST-1",
@@ -58,13 +58,12 @@ enum StoreFuzzArchive {
         return out
     }
 
-    /// Writes the files (checksums fixed) to an in-memory directory, then verifies, opens
+    /// Writes the files (checksums fixed) to `/db` in the empty `fs`, then verifies, opens
     /// read-only and reads everything (and the lifetime counters), opens writable, writes,
     /// flushes and reopens. Every step
     /// must end in a value or a typed error.
-    static func run(_ data: UnsafeRawBufferPointer) {
-        let fs = InMemoryFileSystem()
-        try? fs.createDirectory("/db")
+    static func run(_ data: UnsafeRawBufferPointer, in fs: any FileSystem) {
+        guard (try? fs.createDirectory("/db")) != nil else { return }
         for (name, original) in decode(data) {
             var bytes = original
             switch Recovery.parseFileName(name) {
@@ -81,7 +80,8 @@ enum StoreFuzzArchive {
                     bytes = VersionSet.currentContents(manifestNumber: UInt64(bytes[0]))
                 }
             }
-            fs.setContents(of: "/db/" + name, to: bytes)
+            // A name repeated in the archive: the last entry wins, as a rewrite would.
+            guard (try? DecoderProbe.write(bytes, to: "/db/" + name, in: fs)) != nil else { return }
         }
         _ = try? Engine.verify(directory: "/db", fileSystem: fs)
         var options = EngineOptions()

@@ -1,3 +1,4 @@
+import StrataStorage
 /// A file system that fails chosen operations of the one it wraps, in the manner of Pebble's
 /// errorfs and LevelDB's fault_injection_test: "the Nth write fails with ENOSPC, after writing
 /// 3 of its bytes", "every sync fails from now on", "the machine stops at the 40th operation".

@@ -1,14 +1,7 @@
-/// What the fuzzers (`Fuzz/`) and the corpus replay test feed arbitrary bytes to in the object
-/// layer. Every input must end in a value or a typed error, never a crash. Underscored: a tool
-/// for Strata's own tests, not API.
-public enum _ObjectFuzzTarget: String, CaseIterable, Sendable {
-    /// An object's bytes, decoded against an entity with one property of every stored type
-    /// (every one indexed, so the index encoder runs too, with a composite index led by a
-    /// to-one and a case-insensitive one).
-    case object
-    /// An entity record of the catalog (SPEC.md §11.2).
-    case entityRecord
-
+/// The object layer's decoders run on arbitrary bytes: what the `StrataTesting` product's
+/// `_ObjectFuzzTarget` calls. Every input must end in a value or a typed error, never a crash.
+/// Package-visible only: the decoders are internal.
+package enum ObjectProbe {
     /// One live property of every stored type, optional and not, ids 1…
     static let record: EntityRecord = {
         let types = PropertyType.allCases.filter { !$0.isRelation }
@@ -30,26 +23,24 @@ public enum _ObjectFuzzTarget: String, CaseIterable, Sendable {
         return EntityRecord(entityId: 1, name: "Fuzz", lastPropertyId: UInt32(properties.count), properties: properties)
     }()
 
-    /// Runs one input; false when an invariant broke (what parsed did not encode back to an
-    /// equal record), which the fuzzer turns into a crash report.
     /// Built once: per input they cost more than the decoding under test.
     static let decoder = StoredObjectDecoder(record)
     static let indexes = EntityIndexes(record)
 
-    public func run(_ data: UnsafeRawBufferPointer) -> Bool {
-        switch self {
-        case .object:
-            _ = try? Self.decoder.decode(data)
-            if let indexes = Self.indexes, let values = try? indexes.values(of: data) {
-                for (i, v) in values.enumerated() { _ = indexes.key(i, value: v, id: 1) }
-            }
-            return true
-        case .entityRecord:
-            guard let record = EntityRecord(entityId: 1, bytes: Array(data)) else { return true }
-            _ = StoredObjectDecoder(record)
-            _ = EntityIndexes(record)
-            // Whatever parses encodes (in the current version) to a record that parses back equal.
-            return EntityRecord(entityId: 1, bytes: record.encoded()) == record
+    /// An object's bytes, decoded, and its index entries encoded.
+    package static func object(_ data: UnsafeRawBufferPointer) {
+        _ = try? decoder.decode(data)
+        if let indexes, let values = try? indexes.values(of: data) {
+            for (i, v) in values.enumerated() { _ = indexes.key(i, value: v, id: 1) }
         }
+    }
+
+    /// An entity record parsed; false when what parsed does not encode (in the current version)
+    /// to a record that parses back equal.
+    package static func entityRecord(_ data: UnsafeRawBufferPointer) -> Bool {
+        guard let record = EntityRecord(entityId: 1, bytes: Array(data)) else { return true }
+        _ = StoredObjectDecoder(record)
+        _ = EntityIndexes(record)
+        return EntityRecord(entityId: 1, bytes: record.encoded()) == record
     }
 }

@@ -1,3 +1,4 @@
+import StrataStorage
 import Synchronization
 
 /// A file system in memory that remembers what was synced, so tests can simulate a power cut, in
@@ -84,6 +85,24 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
     }
 
     let state = LockedValue(State())
+
+    /// Everything the file system holds at one moment (files, synced and not, names, locks),
+    /// to return to with ``restore(_:)``: a test that runs many cases from one starting state.
+    ///
+    /// ```swift
+    /// let start = fs.image()
+    /// for cut in offsets { fs.restore(start); /* damage, open, check */ }
+    /// ```
+    public struct Image {
+        fileprivate let state: State
+    }
+
+    /// A copy of what the file system holds now.
+    public func image() -> Image { Image(state: state.withLock { $0 }) }
+
+    /// Puts back what the file system held when `image` was taken.
+    public func restore(_ image: Image) { state.withLock { $0 = image.state } }
+
     /// See ``init(logReserveBytes:)``.
     let logReserveBytes: Int
 

@@ -1,0 +1,134 @@
+/// Each file format's decoders run on arbitrary bytes: what the fuzz targets of the
+/// `StrataTesting` product (`_FuzzTarget`) and the corpus replay test call. Every input must end
+/// in a result or a typed error, never a crash, a hang or a sanitizer report. Package-visible
+/// only: the decoders are internal, and apps reach these through `StrataTesting`.
+///
+/// The probes that need files take an empty file system to put them in (the fuzz targets pass
+/// an in-memory one).
+package enum DecoderProbe {
+    /// Log framing and write-batch decoding.
+    package static func wal(_ data: UnsafeRawBufferPointer) {
+        let reader = LogReader(bytes: Array(data), path: "fuzz.wal", allowsMarks: true)
+        _ = try? reader.forEachRecord { record in
+            let payload = record.payload
+            guard payload.count >= 12 else { return }
+            _ = try? BatchDecoder.forEach(UnsafeRawBufferPointer(rebasing: payload[8...])) { op in
+                _ = op.key.count &+ op.value.count
+            }
+        }
+    }
+
+    /// Log framing and version-edit decoding.
+    package static func manifest(_ data: UnsafeRawBufferPointer) {
+        let reader = LogReader(bytes: Array(data), path: "fuzz.manifest", allowsMarks: false)
+        _ = try? reader.forEachRecord { record in _ = VersionEdit.decode(record.payload) }
+    }
+
+    /// WAL replay behind checksums made right; the first byte picks a record to leave damaged.
+    package static func walChecked(_ data: UnsafeRawBufferPointer, in fs: any FileSystem) {
+        guard let first = data.first else { return }
+        var bytes = Array(data.dropFirst())
+        ChecksumFixup.fixLog(&bytes, allowsMarks: true, leave: first < 0x80 ? nil : Int(first & 0x7F))
+        guard (try? write(bytes, to: "/fuzz.wal", in: fs)) != nil else { return }
+        var memtables: [UInt32: Memtable] = [:]
+        for id: UInt32 in 0..<4 { memtables[id] = Memtable(keySpaceId: id, expectedBytes: 1 << 16) }
+        _ = try? Recovery.replay(wal: "/fuzz.wal", fs: fs, into: memtables, after: UInt64(first & 0x0F))
+    }
+
+    /// A read-only open of a manifest whose checksums were made right.
+    package static func manifestChecked(_ data: UnsafeRawBufferPointer, in fs: any FileSystem) {
+        var bytes = Array(data)
+        ChecksumFixup.fixLog(&bytes, allowsMarks: false, leave: nil)
+        do {
+            try fs.createDirectory("/db")
+            try write(bytes, to: "/db/MANIFEST-000001", in: fs)
+            try write(VersionSet.currentContents(manifestNumber: 1), to: "/db/CURRENT", in: fs)
+            try write([], to: "/db/000002.wal", in: fs)
+        } catch {
+            return
+        }
+        var options = EngineOptions()
+        options.fileSystem = fs
+        options.readOnly = true
+        options.createIfMissing = false
+        if let engine = try? Engine.open(directory: "/db", options: options) {
+            for ks in engine.keySpaces { _ = try? engine.scan(ks) }
+            engine.close()
+        }
+    }
+
+    /// Footer decoding.
+    package static func footer(_ data: UnsafeRawBufferPointer) {
+        _ = try? SegmentFooter.decode(data, file: "fuzz.seg", fileSize: UInt64(data.count))
+    }
+
+    /// Block decoding (either layout), iteration and search.
+    package static func block(_ data: UnsafeRawBufferPointer) {
+        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, data.count), alignment: 8)
+        if data.count > 0 { storage.copyMemory(from: data) }
+        // Either layout: a restart-layout block, or an id block when it ends in the id marker.
+        guard let block = try? Block(taking: storage, contentsCount: data.count, file: "fuzz.block", offset: 0,
+                                     allowIdLayout: true) else { return }
+        let it = block.makeIterator()
+        it.seekToFirst()
+        var n = 0
+        while it.isValid && n < 100_000 {
+            _ = it.key.count &+ it.value.count
+            it.next()
+            n += 1
+        }
+        it.seekToLast()
+        it.prev()
+        let probe = UnsafeRawBufferPointer(rebasing: data.prefix(24))
+        it.seek(probe)
+        _ = block.dataLookup(probe)
+        if let i = block.indexPosition(probe), i < block.restartCount { _ = block.indexEntryValue(i) }
+    }
+
+    /// A segment opened, iterated and probed by point lookups.
+    package static func segment(_ data: UnsafeRawBufferPointer, in fs: any FileSystem) {
+        guard (try? write(Array(data), to: "/fuzz.seg", in: fs)) != nil else { return }
+        let cache = BlockCache(capacityBytes: 1 << 20)
+        guard let reader = try? SegmentReader.open(fileSystem: fs, path: "/fuzz.seg", fileNumber: 1, cache: cache,
+                                                   stats: StatisticsCounters()) else { return }
+        let it = reader.makeIterator(fillCache: false)
+        it.seekToFirst()
+        var n = 0
+        while it.isValid && n < 100_000 {
+            _ = it.key.count &+ it.value.count
+            it.next()
+            n += 1
+        }
+        for length in [0, 8, 16] where data.count >= length {
+            var key = Array(data.prefix(length))
+            withUnsafeBytes(of: InternalKey.seekTrailer(sequence: StorageLimits.maxSequence).littleEndian) { key.append(contentsOf: $0) }
+            _ = key.withUnsafeBytes { k in
+                try? reader.get(lookupKey: k, hash: BloomFilter.hash(InternalKey.userKey(k)))
+            }
+        }
+    }
+
+    /// ``segment(_:in:)`` behind checksums made right.
+    package static func segmentChecked(_ data: UnsafeRawBufferPointer, in fs: any FileSystem) {
+        var bytes = Array(data)
+        ChecksumFixup.fixSegment(&bytes)
+        bytes.withUnsafeBytes { segment($0, in: fs) }
+    }
+
+    /// A store directory unpacked from a ``StoreFuzzArchive``, checksums made right.
+    package static func store(_ data: UnsafeRawBufferPointer, in fs: any FileSystem) {
+        StoreFuzzArchive.run(data, in: fs)
+    }
+
+    /// The `store` probe's input for these files of a store directory.
+    package static func storeArchive(_ files: [(name: String, bytes: [UInt8])]) -> [UInt8] {
+        StoreFuzzArchive.encode(files)
+    }
+
+    /// Writes a whole file through the file system's own interface.
+    static func write(_ bytes: [UInt8], to path: String, in fs: any FileSystem) throws {
+        let file = try fs.openWritable(path, truncate: true)
+        try bytes.withUnsafeBytes { try file.append($0) }
+        try file.close()
+    }
+}
