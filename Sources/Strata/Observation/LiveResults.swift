@@ -35,18 +35,17 @@ public final class LiveResults<T: Entity> {
 
     @ObservationIgnored private let query: Query<T>
     @ObservationIgnored private var registration: ObservationRegistration?
-    @ObservationIgnored private let minimumInterval: Duration
-    @ObservationIgnored private var lastRun = ContinuousClock.now
+    @ObservationIgnored private var throttle: ReadThrottle
 
     /// Runs `query` now and keeps its results current. Throws ``StrataError/storeClosed`` on a
     /// closed store, or what the first run throws.
     public init(_ query: Query<T>, minimumInterval: Duration = QueryObservationDefaults.minimumInterval) throws(StrataError) {
         self.query = query
-        self.minimumInterval = minimumInterval
+        throttle = ReadThrottle(minimumInterval: minimumInterval)
         let weak = WeakLiveResults<T>()
         let subscriber = ChangeSubscriber(entityNames: query.readEntities) {
             Task { @MainActor in
-                if let due = weak.target.map({ $0.lastRun + $0.minimumInterval }), due > .now {
+                if let due = weak.target?.throttle.due {
                     try? await Task.sleep(until: due, clock: .continuous)
                 }
                 weak.target?.refresh()
@@ -67,7 +66,7 @@ public final class LiveResults<T: Entity> {
     private func refresh() {
         // Everything merged since the last run is taken at once: one run per burst.
         guard let registration, registration.subscriber.take() != nil else { return }
-        lastRun = .now
+        throttle.reading()
         do {
             objects = try query.find()
             error = nil

@@ -36,7 +36,7 @@ public struct QueryObservation<Value>: AsyncSequence {
         let observation: QueryObservation
         var registration: ObservationRegistration?
         var started = false
-        var lastRead = ContinuousClock.now
+        var throttle: ReadThrottle
 
         public mutating func next() async throws(StrataError) -> Value? {
             try await next(isolation: nil)
@@ -48,15 +48,14 @@ public struct QueryObservation<Value>: AsyncSequence {
                 // Registered before the first read: a commit between the two is not missed.
                 registration = try ObservationRegistration(hub: observation.store.changeHub,
                                                            subscriber: ChangeSubscriber(entityNames: observation.entities))
-                lastRead = .now
+                throttle.reading()
                 return try observation.read()
             }
             guard let registration, await registration.subscriber.next() != nil else {
                 self.registration = nil
                 return nil
             }
-            let due = lastRead + observation.minimumInterval
-            if due > .now {
+            if let due = throttle.due {
                 // Later commits merge meanwhile; cancellation ends the wait and the sequence.
                 do { try await Task.sleep(until: due, clock: .continuous) } catch {
                     self.registration = nil
@@ -64,12 +63,14 @@ public struct QueryObservation<Value>: AsyncSequence {
                 }
                 _ = registration.subscriber.take()
             }
-            lastRead = .now
+            throttle.reading()
             return try observation.read()
         }
     }
 
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(observation: self) }
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(observation: self, throttle: ReadThrottle(minimumInterval: minimumInterval))
+    }
 }
 
 /// The defaults of query observation.
@@ -132,16 +133,15 @@ extension Query {
         try box.store.checkOpen()
         let queue = queue ?? DispatchQueue(label: "strata.query-observer")
         let q = QueryOnQueue(self)
-        let lastRun = LockedValue(ContinuousClock.now)
+        let throttle = LockedValue(ReadThrottle(minimumInterval: minimumInterval))
         let run: @Sendable () -> Void = {
-            lastRun.withLock { $0 = .now }
+            throttle.withLock { $0.reading() }
             callback(Result { () throws(StrataError) in try q.query.find() })
         }
         let registration = try CallbackObservation.start(names: readEntities, hub: box.store.changeHub, queue: queue) { _ in
             run()
         } delay: {
-            let due = lastRun.withLock { $0 } + minimumInterval
-            return due > .now ? ContinuousClock.now.duration(to: due) : nil
+            throttle.withLock { $0.delay }
         }
         queue.async {
             if !registration.subscriber.isFinished { run() }
