@@ -21,7 +21,13 @@ public struct EntityChanges: Sendable, Equatable {
     /// `applyToDb()`, or a backlink that gained or lost a source.
     public internal(set) var relationsChanged: Set<Id> = []
 
-    public init() {}
+    /// Changes naming these ids (a value to compare with, in an app's tests).
+    public init(inserted: Set<Id> = [], updated: Set<Id> = [], removed: Set<Id> = [], relationsChanged: Set<Id> = []) {
+        self.inserted = inserted
+        self.updated = updated
+        self.removed = removed
+        self.relationsChanged = relationsChanged
+    }
 
     /// Whether nothing changed.
     public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && removed.isEmpty && relationsChanged.isEmpty }

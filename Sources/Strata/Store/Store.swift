@@ -44,8 +44,6 @@ public final class Store: @unchecked Sendable {
     /// Serialises write transactions.
     let writeLock = ConditionLock()
     let catalog: LockedValue<Catalog>
-    /// What the last commit that changed anything changed (the input of change observation).
-    let committedChanges = LockedValue(ChangeSet())
     /// The change observers, and the commits waiting to reach them.
     let changeHub: ChangeHub
     /// Where async transactions run.
@@ -218,7 +216,6 @@ public final class Store: @unchecked Sendable {
         do {
             changes = try transaction.commit(durability: durability)
             if !changes.isEmpty {
-                committedChanges.withLock { $0 = changes }
                 // Numbered in commit order under the lock; handed to observers after it.
                 sequence = changeHub.reserve()
             }
