@@ -5,6 +5,26 @@ import StrataStorage
 /// committed state. The only place that knows the overlay comes first: point reads look it up
 /// and fall through to the engine; ordered reads merge it with an engine iterator.
 extension Store {
+    /// Larger stored object counts are damage (``storedCount(entityId:in:)``).
+    static let maxObjectCount: UInt64 = 1 << 62
+
+    /// The committed object count of an entity, as of `t`'s snapshot (or the latest state).
+    func storedCount(entityId: UInt32, in t: Transaction?) throws(StrataError) -> UInt64 {
+        do {
+            guard let raw = try engine.get(MetaKey.count.key(entity: entityId), in: meta, snapshot: t?.snapshot) else { return 0 }
+            guard raw.count == 8 else { throw StrataError.corruptCatalog(reason: "object count of entity \(entityId)") }
+            let n = raw.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+            // Callers add a transaction's delta as Int64: a crafted count near 2^64 must be an
+            // error here, not a trap there. No store holds 2^62 objects of one entity.
+            guard n < Self.maxObjectCount else {
+                throw StrataError.corruptCatalog(reason: "object count of entity \(entityId) is \(n), past the limit")
+            }
+            return n
+        } catch {
+            throw StrataError(error)
+        }
+    }
+
     // MARK: objects
 
     /// Calls `body` with the stored bytes of the object at `key` as `t` sees them; false when
