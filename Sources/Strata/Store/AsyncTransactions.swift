@@ -57,7 +57,7 @@ extension Store {
     /// ```
     public func write<R>(_ body: @escaping @Sendable (StoreTransaction) throws -> sending R) async throws -> sending R {
         try await runOff(asyncQueues.writes) { [self] in
-            try runInTransaction { try body(StoreTransaction(TransactionContext.current(for: self)!)) }
+            try withWriteTransaction { try body(StoreTransaction($0)) }
         }
     }
 
@@ -81,7 +81,7 @@ extension Store {
     /// ```
     public func read<R>(_ body: @escaping @Sendable (StoreTransaction) throws -> sending R) async throws -> sending R {
         try await runOff(asyncQueues.reads) { [self] in
-            try runInReadOnlyTransaction { try body(StoreTransaction(TransactionContext.current(for: self)!)) }
+            try withReadTransaction { try body(StoreTransaction($0)) }
         }
     }
 

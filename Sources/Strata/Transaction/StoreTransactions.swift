@@ -24,10 +24,16 @@ extension Store {
     /// ```
     @discardableResult
     public func runInTransaction<R>(_ body: () throws -> R) throws -> R {
+        try withWriteTransaction { _ in try body() }
+    }
+
+    /// ``runInTransaction(_:)`` handing `body` the transaction it runs in (the thread's, as a
+    /// savepoint, or a new one), so that nothing below looks it up again.
+    func withWriteTransaction<R>(_ body: (Transaction) throws -> R) throws -> R {
         try checkOpen()
         if let current = TransactionContext.current(for: self) {
             guard current.isWrite else { throw StrataError.readOnly }
-            return try Self.withSavepoint(current, body)
+            return try Self.withSavepoint(current) { try body(current) }
         }
         guard !isReadOnly else { throw StrataError.readOnly }
         guard engine.isOpen else { throw StrataError.storeClosed }
@@ -36,7 +42,7 @@ extension Store {
         TransactionContext.push(transaction)
         let result: R
         do {
-            result = try body()
+            result = try body(transaction)
         } catch {
             TransactionContext.pop()
             transaction.end()
@@ -83,8 +89,14 @@ extension Store {
     /// ```
     @discardableResult
     public func runInReadOnlyTransaction<R>(_ body: () throws -> R) throws -> R {
+        try withReadTransaction { _ in try body() }
+    }
+
+    /// ``runInReadOnlyTransaction(_:)`` handing `body` the transaction it runs in (the
+    /// thread's, which may be a write transaction, or a new read transaction).
+    func withReadTransaction<R>(_ body: (Transaction) throws -> R) throws -> R {
         try checkOpen()
-        if TransactionContext.current(for: self) != nil { return try body() }
+        if let current = TransactionContext.current(for: self) { return try body(current) }
         let snapshot: Snapshot
         do { snapshot = try engine.snapshot() } catch { throw StrataError(error) }
         defer { snapshot.release() }
@@ -94,7 +106,7 @@ extension Store {
             TransactionContext.pop()
             transaction.end()
         }
-        return try body()
+        return try body(transaction)
     }
 
     /// Runs `body` in the current write transaction, as a savepoint (an operation that fails
@@ -106,7 +118,7 @@ extension Store {
                 guard t.isWrite else { throw StrataError.readOnly }
                 return try Self.withSavepoint(t) { try body(t) }
             }
-            return try runInTransaction { try body(TransactionContext.current(for: self)!) }
+            return try withWriteTransaction(body)
         } catch {
             throw StrataError(error)
         }
@@ -118,7 +130,7 @@ extension Store {
     func read<R>(consistent: Bool, in pinned: PinnedTransaction? = nil, _ body: (Transaction?) throws -> R) throws(StrataError) -> R {
         do {
             if let t = try pinned?.running() ?? TransactionContext.current(for: self) { return try body(t) }
-            if consistent { return try runInReadOnlyTransaction { try body(TransactionContext.current(for: self)) } }
+            if consistent { return try withReadTransaction(body) }
             return try body(nil)
         } catch {
             throw StrataError(error)
