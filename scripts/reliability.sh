@@ -107,8 +107,10 @@ if [ $full = 1 ] && wanted asan; then
     swift build --build-tests --sanitize=address --scratch-path .build-asan > "$logs/asan-build.log" 2>&1
     suppressions=$(mktemp)
     # XCTest's and Foundation's own: Process.run leaves a weak reference's side table behind
-    # (32 bytes per launch; MappedFaultTests launches a process that truncates a file).
-    printf 'leak:libXCTest.so\nleak:$s10Foundation7ProcessC3runyyKF\n' > "$suppressions"
+    # (32 bytes per launch; MappedFaultTests launches a process that truncates a file). No `$`
+    # in the pattern: suppressions read `^` and `$` as anchors, so the mangled name's leading
+    # `$s` matched nothing (a run on 7da250c reported the leak).
+    printf 'leak:libXCTest.so\nleak:Foundation7ProcessC3run\n' > "$suppressions"
     step asan "soak:|AddressSanitizer|Test run" env STRATA_SOAK_SECONDS=60 LSAN_OPTIONS=suppressions=$suppressions swift test --skip-build \
         --sanitize=address --scratch-path .build-asan --filter "SoakTests|SnapshotAndConcurrencyTests|ConcurrencyTests|ObservationTests|FuzzCorpusTests|SegmentTests|MappedFaultTests|CrashModelTests"
 fi
