@@ -338,7 +338,58 @@ import Testing
         await #expect(throws: StrataError.storeClosed) { try await store.read { _ in 0 } }
     }
 
+    /// The callback subscription keeps its calls `minimumInterval` apart too, and a burst of
+    /// commits inside the interval is one later call (the throttle the three observers share).
+    @Test func subscriptionCallsAreAtLeastTheMinimumIntervalApart() throws {
+        let dir = TemporaryDirectory()
+        let store = try open(dir)
+        defer { store.close() }
+        let notes = store.box(for: Note.self)
+        let calls = Mutex<[(ContinuousClock.Instant, Int)]>([])
+        let token = try notes.query { Note.text.startsWith("n") }.build()
+            .subscribe(minimumInterval: .milliseconds(400)) { result in
+                if case let .success(list) = result { calls.withLock { $0.append((.now, list.count)) } }
+            }
+        defer { token.cancel() }
+        var deadline = Date().addingTimeInterval(10)
+        while calls.withLock({ $0.isEmpty }) && Date() < deadline { usleep(1_000) }
+        for i in 0..<30 {
+            var n = Note(text: "n\(i)")
+            try notes.put(&n)                      // 30 commits well inside the interval
+        }
+        deadline = Date().addingTimeInterval(10)
+        while calls.withLock({ $0.last?.1 }) != 30 && Date() < deadline { usleep(1_000) }
+        let seen = calls.withLock { $0 }
+        #expect(seen.first?.1 == 0 && seen.last?.1 == 30)
+        #expect(seen.count <= 3, "the burst is coalesced: \(seen.map(\.1))")
+        for (a, b) in zip(seen, seen.dropFirst()) {
+            #expect(b.0 - a.0 >= .milliseconds(390), "calls \(a.1) and \(b.1) too close")
+        }
+    }
+
     #if canImport(Observation)
+    /// `LiveResults` runs its query at most once per `minimumInterval`, a burst of commits
+    /// coalesced into one run.
+    @MainActor
+    @Test func liveResultsRunAtLeastTheMinimumIntervalApart() async throws {
+        let dir = TemporaryDirectory()
+        let store = try open(dir)
+        defer { store.close() }
+        let notes = store.box(for: Note.self)
+        let start = ContinuousClock.now
+        let live = try LiveResults(notes.query { Note.text.startsWith("n") }.build(), minimumInterval: .milliseconds(400))
+        defer { live.cancel() }
+        for i in 0..<30 {
+            var n = Note(text: "n\(i)")
+            try notes.put(&n)
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while live.objects.count != 30 && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(live.objects.count == 30)
+        #expect(ContinuousClock.now - start >= .milliseconds(390))
+        #expect(live.refreshCount <= 3, "the burst is coalesced: \(live.refreshCount) runs")
+    }
+
     @MainActor
     @Test func liveResultsFollowCommits() async throws {
         let dir = TemporaryDirectory()
