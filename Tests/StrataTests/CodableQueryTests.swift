@@ -198,6 +198,45 @@ final class ProfileIndexed {
         #expect(try box.query { Place.address == copy.address }.build().findIds() == [again.id])
     }
 
+    /// Nil values of an indexed optional Codable property are in its index (`isNil()` reads it),
+    /// a unique Codable value is checked within one transaction too, and what a rolled-back
+    /// transaction wrote leaves the index as it was.
+    @Test func codableIndexesFollowNilTransactionsAndRollbacks() throws {
+        let dir = TemporaryDirectory()
+        let (store, box, all) = try Self.open(dir)
+        defer { store.close() }
+        let binding = try store.binding(for: Place.self).get()
+        let nils = try box.query { Place.previous.isNil() }.build()
+        #expect(IndexPlan.make(nils.condition, binding: binding) != nil)
+        #expect(Set(try nils.findIds()) == Set(all.filter { $0.previous == nil }.map(\.id)))
+
+        // Two new objects with one address in one transaction: refused, nothing kept.
+        let a = Self.place(200), b = Self.place(201)
+        b.address = a.address
+        #expect(throws: StrataError.self) {
+            try store.runInTransaction {
+                try box.put(a)
+                try box.put(b)
+            }
+        }
+        #expect(try box.count() == all.count)
+        #expect(try box.query { Place.address == a.address }.build().findIds().isEmpty)
+
+        // A rolled-back change of an indexed value leaves the old entry, and only it.
+        let p = all[5], before = p.tags
+        struct Undo: Error {}
+        #expect(throws: Undo.self) {
+            try store.runInTransaction {
+                p.tags = ["rolled", "back"]
+                try box.put(p)
+                #expect(try box.query { Place.tags == ["rolled", "back"] }.build().findIds() == [p.id])
+                throw Undo()
+            }
+        }
+        #expect(try box.query { Place.tags == ["rolled", "back"] }.build().findIds().isEmpty)
+        #expect(try box.query { Place.tags == before }.build().findIds().contains(p.id))
+    }
+
     /// An index declared on a Codable property of objects already stored is built at open, and
     /// reopening finds it.
     @Test func anIndexAddedToACodablePropertyIsBuiltFromStoredObjects() throws {
