@@ -68,7 +68,7 @@ public struct PropertyQuery<T: Entity, V> {
         if !query.orderings.isEmpty || isDistinct {
             // Order and distinctness need the values themselves: the general path, which hands
             // over each value's stored form with it.
-            try forEachKeyedValue { (_: V, key: QueryValue) throws(StrataError) in
+            try forEachValue(keyed: true) { (_: V, key: QueryValue) throws(StrataError) in
                 switch key {
                 case .null: return
                 case let .int(x): try body(.int(x))
@@ -104,11 +104,8 @@ public struct PropertyQuery<T: Entity, V> {
         try forEachValue(keyed: isDistinct) { (v: V, _: QueryValue) throws(StrataError) in try body(v) }
     }
 
-    /// ``forEachValue(_:)`` with each value's stored form (as conditions compare it).
-    private func forEachKeyedValue(_ body: (V, QueryValue) throws(StrataError) -> Void) throws(StrataError) {
-        try forEachValue(keyed: true, body)
-    }
-
+    /// ``forEachValue(_:)`` with each value's stored form (as conditions compare it) when
+    /// `keyed`, or `.null`.
     private func forEachValue(keyed: Bool, _ body: (V, QueryValue) throws(StrataError) -> Void) throws(StrataError) {
         let store = query.store
         let field = field

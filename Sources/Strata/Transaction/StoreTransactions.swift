@@ -31,10 +31,19 @@ extension Store {
     /// savepoint, or a new one), so that nothing below looks it up again.
     func withWriteTransaction<R>(_ body: (Transaction) throws -> R) throws -> R {
         try checkOpen()
-        if let current = TransactionContext.current(for: self) {
-            guard current.isWrite else { throw StrataError.readOnly }
-            return try Self.withSavepoint(current) { try body(current) }
-        }
+        if let current = TransactionContext.current(for: self) { return try Self.join(current, body) }
+        return try startWriteTransaction(body)
+    }
+
+    /// Runs `body` in the running transaction `t` as a savepoint; a read transaction refuses.
+    private static func join<R>(_ t: Transaction, _ body: (Transaction) throws -> R) throws -> R {
+        guard t.isWrite else { throw StrataError.readOnly }
+        return try withSavepoint(t) { try body(t) }
+    }
+
+    /// Starts, runs and commits a write transaction, for a caller that found none running on
+    /// this thread (and checked that the store is open).
+    private func startWriteTransaction<R>(_ body: (Transaction) throws -> R) throws -> R {
         guard !isReadOnly else { throw StrataError.readOnly }
         guard engine.isOpen else { throw StrataError.storeClosed }
         writeLock.lock()
@@ -97,6 +106,12 @@ extension Store {
     func withReadTransaction<R>(_ body: (Transaction) throws -> R) throws -> R {
         try checkOpen()
         if let current = TransactionContext.current(for: self) { return try body(current) }
+        return try startReadTransaction(body)
+    }
+
+    /// Takes a snapshot and runs `body` in a read transaction on it, for a caller that found
+    /// none running on this thread (and checked that the store is open).
+    private func startReadTransaction<R>(_ body: (Transaction) throws -> R) throws -> R {
         let snapshot: Snapshot
         do { snapshot = try engine.snapshot() } catch { throw StrataError(error) }
         defer { snapshot.release() }
@@ -114,11 +129,10 @@ extension Store {
     /// transaction (``StoreTransaction/box(for:)``), is the current one without a lookup.
     func write<R>(in pinned: PinnedTransaction? = nil, _ body: (Transaction) throws -> R) throws(StrataError) -> R {
         do {
-            if let t = try pinned?.running() ?? TransactionContext.current(for: self) {
-                guard t.isWrite else { throw StrataError.readOnly }
-                return try Self.withSavepoint(t) { try body(t) }
-            }
-            return try withWriteTransaction(body)
+            if let t = try pinned?.running() ?? TransactionContext.current(for: self) { return try Self.join(t, body) }
+            // None runs on this thread: start one without looking again.
+            try checkOpen()
+            return try startWriteTransaction(body)
         } catch {
             throw StrataError(error)
         }
@@ -130,7 +144,10 @@ extension Store {
     func read<R>(consistent: Bool, in pinned: PinnedTransaction? = nil, _ body: (Transaction?) throws -> R) throws(StrataError) -> R {
         do {
             if let t = try pinned?.running() ?? TransactionContext.current(for: self) { return try body(t) }
-            if consistent { return try withReadTransaction(body) }
+            if consistent {
+                try checkOpen()
+                return try startReadTransaction(body)
+            }
             return try body(nil)
         } catch {
             throw StrataError(error)
