@@ -14,7 +14,7 @@ import Testing
     }
 
     private static func keys(_ space: WriteOverlay.Space, _ store: Store, _ t: Transaction) throws -> [[UInt8]] {
-        guard let it = try store.makeIterator(space, in: t) else { return [] }
+        guard let it = try t.makeIterator(space) else { return [] }
         var out: [[UInt8]] = []
         try it.seekToFirst()
         while it.isValid {
@@ -45,7 +45,7 @@ import Testing
             if kind == .strayReverseEntry {
                 overlay.write(.edges, key: EdgeKey(kind: .toManyBacklink, entityId: list.entityId, propertyId: list.propertyId, a: target, b: list.a).bytes, value: [])
             } else {
-                var ids = try EdgeList.decode(try #require(try store.edgeValue(list, in: t)))
+                var ids = try EdgeList.decode(try #require(try t.edgeValue(list)))
                 ids.append(target)
                 overlay.write(.edges, key: list.bytes, value: EdgeList.encode(ids))
                 list.b = 0
@@ -56,7 +56,7 @@ import Testing
             let all = try keys(.objects, store, t)
             guard let a = all.randomElement(using: &rng) else { return }
             let same = all.filter { objectKey($0).entityId == objectKey(a).entityId }
-            guard let b = same.randomElement(using: &rng), let bytes = try store.objectBytes(objectKey(b), in: t) else { return }
+            guard let b = same.randomElement(using: &rng), let bytes = try t.objectBytes(objectKey(b)) else { return }
             bytes.withUnsafeBytes { overlay.writeObject(objectKey(a), value: $0, committedPresent: true) }
         case .strayIndexEntry:
             if var k = try keys(.indexes, store, t).randomElement(using: &rng) {

@@ -163,7 +163,7 @@ enum IndexBuilder {
         /// each: those of earlier chunks are read back from the engine instead, so that memory
         /// stays bounded by the chunk.
         var unwritten: [[UInt8]: Id] = [:]
-        let total = Int(try store.storedCount(entityId: record.entityId, in: nil))
+        let total = Int(try store.latest.storedCount(entityId: record.entityId))
         var done = 0
         do {
             let it = try store.engine.makeIterator(in: store.objects, prefix: ObjectKey.prefix(entityId: record.entityId))
@@ -181,7 +181,7 @@ enum IndexBuilder {
                     if all.properties[i].keyedByValue {
                         // This build deleted the index's old entries first: an entry found is
                         // one it wrote, for an object holding the same value.
-                        let written = try store.indexedIds(ofValue: key, keyedByValue: true, in: nil)
+                        let written = try store.latest.indexedIds(ofValue: key, keyedByValue: true)
                         if let first = unwritten[key] ?? written.first {
                             throw StrataError.uniqueViolation(entity: record.name, property: all.properties[i].name,
                                                               value: IndexValueText.describe(values[i], type: all.properties[i].type),

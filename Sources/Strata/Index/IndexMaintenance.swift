@@ -35,11 +35,11 @@ extension Transaction {
             let holder: Id?
             if ix.properties[i].keyedByValue {
                 values.withValue(i) { ix.setKey(&keyScratch, i, value: $0, id: id) }
-                do { holder = try keyScratch.withUnsafeBytes { try store.indexHolder(ofKey: $0, in: self) } } catch { throw StrataError(error) }
+                do { holder = try keyScratch.withUnsafeBytes { try indexHolder(ofKey: $0) } } catch { throw StrataError(error) }
             } else {
                 var entry = ix.properties[i].header
                 values.withValue(i) { entry.append(contentsOf: $0) }
-                holder = try store.indexedIds(ofValue: entry, keyedByValue: false, in: self).first { $0 != id }
+                holder = try indexedIds(ofValue: entry, keyedByValue: false).first { $0 != id }
             }
             if let holder, holder != id {
                 let p = ix.properties[i]

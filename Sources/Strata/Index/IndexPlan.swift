@@ -146,12 +146,12 @@ struct IndexPlan {
 
     /// The ids of the objects the plan's entries name, as `t` sees the store (a write
     /// transaction's own entries included), increasing and distinct.
-    func candidates(store: Store, binding b: EntityBinding, in t: Transaction?) throws(StrataError) -> [Id] {
+    func candidates(store: Store, binding b: EntityBinding, in t: Transaction) throws(StrataError) -> [Id] {
         var ids: [Id] = []
         for r in ranges {
             ids += r.value
-                ? try store.indexedIds(ofValue: r.lower, keyedByValue: r.keyedByValue, in: t)
-                : try store.indexedIds(from: r.lower, to: r.upper, keyedByValue: r.keyedByValue, in: t)
+                ? try t.indexedIds(ofValue: r.lower, keyedByValue: r.keyedByValue)
+                : try t.indexedIds(from: r.lower, to: r.upper, keyedByValue: r.keyedByValue)
         }
         ids += self.ids
         // One value's entries come by increasing id already (the id ends the key): an equality

@@ -108,7 +108,7 @@ struct ChangeVerifier {
 
     /// Checks one written object; returns how it moved its entity's count (+1, 0, -1).
     private mutating func checkObject(_ key: ObjectKey) throws -> Int64 {
-        let before = try store.objectBytes(key, in: nil), after = try store.objectBytes(key, in: t)
+        let before = try store.latest.objectBytes(key), after = try t.objectBytes(key)
         guard let record = catalog.records[key.entityId] else {
             if after != nil { problem(key.entityId, key.id, "object of an entity the catalog does not list") }
             return (after != nil ? 1 : 0) - (before != nil ? 1 : 0)
@@ -131,7 +131,7 @@ struct ChangeVerifier {
         guard let after else {
             // Removed: no edge of any relation may still name it as a target.
             for (entityId, p) in catalog.relations(targeting: key.entityId) {
-                for source in try store.edgeSources(sharingPrefixWith: Self.backlinkPrefix(entityId, p, target: key.id), in: t) {
+                for source in try t.edgeSources(sharingPrefixWith: Self.backlinkPrefix(entityId, p, target: key.id)) {
                     problem(entityId, source, "\(p.name) still refers to \(record.name) \(key.id), which is removed")
                 }
             }
@@ -145,7 +145,7 @@ struct ChangeVerifier {
             guard let target else { continue }
             let p = catalog.property(key.entityId, propertyId)
             guard let targetEntity = catalog.targetEntity(of: p),
-                  try store.objectExists(ObjectKey(entityId: targetEntity, id: target), in: t) else {
+                  try t.objectExists(ObjectKey(entityId: targetEntity, id: target)) else {
                 problem(key.entityId, key.id, "\(p?.name ?? "?") points at \(p?.target ?? "?") \(target), which is not stored")
                 continue
             }
@@ -167,7 +167,7 @@ struct ChangeVerifier {
     /// The to-one target of `source`'s property as the transaction sees it: nil when the
     /// object is not stored or holds none; `.some(nil)` for an object that does not decode.
     private func currentTarget(_ entityId: UInt32, _ propertyId: UInt32, of source: Id) throws -> Id?? {
-        guard let bytes = try store.objectBytes(ObjectKey(entityId: entityId, id: source), in: t) else { return nil }
+        guard let bytes = try t.objectBytes(ObjectKey(entityId: entityId, id: source)) else { return nil }
         guard let targets = bytes.withUnsafeBytes({ catalog.toOneTargets(entityId: entityId, bytes: $0) }) else { return .some(nil) }
         return targets.first { $0.propertyId == propertyId }?.target
     }
@@ -176,7 +176,7 @@ struct ChangeVerifier {
 
     /// A to-one's backlink entry is present exactly when the source's field names the target.
     private mutating func checkToOneEntry(_ key: EdgeKey) throws {
-        let present = try store.edgeValue(key, in: t) != nil
+        let present = try t.edgeValue(key) != nil
         let target = try currentTarget(key.entityId, key.propertyId, of: key.b)
         if present && target != .some(key.a) {
             problem(key.entityId, key.b, "backlink entry says \(propertyName(key)) points at \(key.a), but the object's field does not")
@@ -189,10 +189,10 @@ struct ChangeVerifier {
     /// A list belongs to a stored owner and holds stored targets; its reverse entries follow.
     private mutating func checkList(_ key: EdgeKey) throws {
         let p = catalog.property(key.entityId, key.propertyId)
-        let old = try store.edgeValue(key, in: nil).map { try EdgeList.decode($0) } ?? []
+        let old = try store.latest.edgeValue(key).map { try EdgeList.decode($0) } ?? []
         for target in old { reverseToCheck.insert(EdgeKey(kind: .toManyBacklink, entityId: key.entityId, propertyId: key.propertyId, a: target, b: key.a)) }
-        guard let raw = try store.edgeValue(key, in: t) else { return }
-        guard try store.objectExists(ObjectKey(entityId: key.entityId, id: key.a), in: t) else {
+        guard let raw = try t.edgeValue(key) else { return }
+        guard try t.objectExists(ObjectKey(entityId: key.entityId, id: key.a)) else {
             problem(key.entityId, key.a, "\(propertyName(key)) list of an object that is not stored")
             return
         }
@@ -203,7 +203,7 @@ struct ChangeVerifier {
         }
         let targetEntity = catalog.targetEntity(of: p)
         for target in list {
-            if try targetEntity.map({ try store.objectExists(ObjectKey(entityId: $0, id: target), in: t) }) != true {
+            if try targetEntity.map({ try t.objectExists(ObjectKey(entityId: $0, id: target)) }) != true {
                 problem(key.entityId, key.a, "\(propertyName(key)) holds \(p?.target ?? "?") \(target), which is not stored")
             }
             reverseToCheck.insert(EdgeKey(kind: .toManyBacklink, entityId: key.entityId, propertyId: key.propertyId, a: target, b: key.a))
@@ -212,9 +212,9 @@ struct ChangeVerifier {
 
     /// A to-many's reverse entry is present exactly when the source's list holds the target.
     private mutating func checkReverseEntry(_ key: EdgeKey) throws {
-        let present = try store.edgeValue(key, in: t) != nil
+        let present = try t.edgeValue(key) != nil
         let list = EdgeKey(kind: .toManyList, entityId: key.entityId, propertyId: key.propertyId, a: key.b, b: 0)
-        let holds = try store.edgeValue(list, in: t).map { (try? EdgeList.decode($0))?.contains(key.a) ?? false } ?? false
+        let holds = try t.edgeValue(list).map { (try? EdgeList.decode($0))?.contains(key.a) ?? false } ?? false
         if present && !holds {
             problem(key.entityId, key.b, "reverse entry says \(propertyName(key)) holds \(key.a), but the list does not")
         } else if !present && holds {
@@ -232,10 +232,10 @@ struct ChangeVerifier {
 
     /// A stored embedded object has exactly one owner: one edge naming it, over every relation.
     private mutating func checkOwners(_ key: ObjectKey) throws {
-        guard try store.objectExists(key, in: t) else { return }
+        guard try t.objectExists(key) else { return }
         var owners = 0
         for (entityId, p) in catalog.relations(targeting: key.entityId) {
-            owners += try store.edgeSources(sharingPrefixWith: Self.backlinkPrefix(entityId, p, target: key.id), in: t).count
+            owners += try t.edgeSources(sharingPrefixWith: Self.backlinkPrefix(entityId, p, target: key.id)).count
         }
         if owners == 0 {
             problem(key.entityId, key.id, "embedded object has no owner")
@@ -248,7 +248,7 @@ struct ChangeVerifier {
 
     /// An index entry is present exactly when its object is stored with that value.
     private mutating func checkIndexEntry(_ key: [UInt8]) throws {
-        let value = try store.indexEntry(ofKey: key, in: t)
+        let value = try t.indexEntry(ofKey: key)
         let (entityId, propertyId, keyId) = GraphVerifier.parseIndexEntry(key, [])
         guard let ix = catalog.indexes[entityId], let position = ix.position(ofProperty: propertyId) else {
             if value != nil { problem(entityId, keyId, "index entry of property #\(propertyId), which has no index") }
@@ -260,14 +260,14 @@ struct ChangeVerifier {
         let id: Id
         if !ix.properties[position].keyedByValue {
             id = keyId
-        } else if let holder = try value ?? store.indexEntry(ofKey: key, in: nil), holder.count == IndexKey.idBytes {
+        } else if let holder = try value ?? store.latest.indexEntry(ofKey: key), holder.count == IndexKey.idBytes {
             id = holder.withUnsafeBytes { IndexKey.id(fromKey: $0) }
         } else {
             if value != nil { problem(entityId, 0, "index entry of \(name) does not hold an object id") }
             return
         }
         var expected: (key: [UInt8], value: [UInt8])?
-        if let bytes = try store.objectBytes(ObjectKey(entityId: entityId, id: id), in: t),
+        if let bytes = try t.objectBytes(ObjectKey(entityId: entityId, id: id)),
            let values = try? bytes.withUnsafeBytes({ try ix.values(of: $0) }) {
             expected = (ix.key(position, value: values[position], id: id), ix.entryValue(position, id: id))
         }

@@ -39,8 +39,8 @@ extension Store {
     public func verifyGraph() throws(StrataError) -> GraphVerification {
         try checkOpen()
         do {
-            return try runInReadOnlyTransaction {
-                var v = GraphVerifier(store: self, transaction: TransactionContext.current(for: self))
+            return try withReadTransaction { t in
+                var v = GraphVerifier(store: self, transaction: t)
                 try v.run()
                 return v.report
             }
@@ -55,7 +55,7 @@ struct GraphVerifier {
     let store: Store
     /// The transaction whose view is checked: a read transaction's snapshot, or a write
     /// transaction's own writes over the latest state.
-    let transaction: Transaction?
+    let transaction: Transaction
     var report = GraphVerification()
     private let catalog: VerifierCatalog
     private var records: [UInt32: EntityRecord] { catalog.records }
@@ -70,7 +70,7 @@ struct GraphVerifier {
     /// Owners seen per embedded object (entity id, object id).
     private var owners: [ObjectKey: Int] = [:]
 
-    init(store: Store, transaction: Transaction?) {
+    init(store: Store, transaction: Transaction) {
         self.store = store
         self.transaction = transaction
         catalog = VerifierCatalog(store.catalogRecords())
@@ -125,7 +125,7 @@ struct GraphVerifier {
     /// Every object of every entity: decodes, collects ids, expected backlink and index entries.
     private mutating func scanObjects() throws {
         let decoders = catalog.decoders, indexes = catalog.indexes
-        guard let it = try store.makeIterator(.objects, in: transaction) else { return }
+        guard let it = try transaction.makeIterator(.objects) else { return }
         try it.seekToFirst()
         while it.isValid {
             report.objects += 1
@@ -166,8 +166,8 @@ struct GraphVerifier {
     private mutating func checkCounts() throws {
         for record in records.values.sorted(by: { $0.entityId < $1.entityId }) {
             // Signed: a wrong stored count with the transaction's removals may go below 0.
-            let stored = Int64(try store.storedCount(entityId: record.entityId, in: transaction))
-                + (transaction?.overlay?.countDeltas[record.entityId] ?? 0)
+            let stored = Int64(try transaction.storedCount(entityId: record.entityId))
+                + (transaction.overlay?.countDeltas[record.entityId] ?? 0)
             let actual = Int64(ids[record.entityId]?.count ?? 0)
             if stored != actual && store.countsMaintained {
                 problem(record.name, 0, "the catalog counts \(stored) objects, \(actual) are stored")
@@ -177,7 +177,7 @@ struct GraphVerifier {
 
     /// Every edge: well-formed, of a live relation, both ends stored, its mirror present.
     private mutating func scanEdges() throws {
-        guard let it = try store.makeIterator(.edges, in: transaction) else { return }
+        guard let it = try transaction.makeIterator(.edges) else { return }
         var expectedToMany = Set<EdgeKey>()
         var stale = Set<String>()
         try it.seekToFirst()
@@ -238,7 +238,7 @@ struct GraphVerifier {
 
     /// Every index entry belongs to an object with that value; every indexed object has its entry.
     private mutating func scanIndexes() throws {
-        if let it = try store.makeIterator(.indexes, in: transaction) {
+        if let it = try transaction.makeIterator(.indexes) {
             try it.seekToFirst()
             while it.isValid {
                 report.indexEntries += 1

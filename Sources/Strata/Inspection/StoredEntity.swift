@@ -43,13 +43,13 @@ extension Store {
                     var edgeCount: Int?
                     if p.type.isRelation {
                         let kind: EdgeKey.Kind = p.type == .toOne ? .toOneBacklink : .toManyBacklink
-                        edgeCount = try countEdges(kind: kind, entityId: r.entityId, propertyId: p.id, snapshot: t?.snapshot)
+                        edgeCount = try countEdges(kind: kind, entityId: r.entityId, propertyId: p.id, snapshot: t.snapshot)
                     }
                     properties.append(StoredProperty(name: p.name, id: p.id, type: p.typeDescription, index: p.index,
                                                      relationTarget: p.target, edgeCount: edgeCount))
                 }
                 return StoredEntity(name: r.name, id: r.entityId, isEmbedded: r.isEmbedded,
-                                    objectCount: try storedCount(entityId: r.entityId, in: t), properties: properties)
+                                    objectCount: try t.storedCount(entityId: r.entityId), properties: properties)
             }
         }
     }

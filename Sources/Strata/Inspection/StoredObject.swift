@@ -119,15 +119,14 @@ extension Store {
         try checkOpen()
         guard let record = record(named: entity) else { throw StrataError.unknownEntity(entity) }
         let decoder = StoredObjectDecoder(record)
-        try runInReadOnlyTransaction {
-            let t = TransactionContext.current(for: self)
+        try withReadTransaction { t in
             let prefix = ObjectKey.prefix(entityId: record.entityId)
             var lower = prefix
             IndexKey.appendBigEndian(from, to: &lower)
             let upper = Engine.prefixSuccessor(prefix)
-            let engineIterator = try engine.makeIterator(in: objects, lowerBound: lower, upperBound: upper, snapshot: t?.snapshot)
+            let engineIterator = try engine.makeIterator(in: objects, lowerBound: lower, upperBound: upper, snapshot: t.snapshot)
             // Inside a write transaction, what it wrote and removed so far counts too.
-            let it = TransactionIterator(space: t?.overlay?.space(.objects), over: engineIterator, lower: lower, upper: upper)
+            let it = TransactionIterator(space: t.overlay?.space(.objects), over: engineIterator, lower: lower, upper: upper)
             try it.seekToFirst()
             var n = 0
             while it.isValid, limit.map({ n < $0 }) ?? true {
@@ -140,7 +139,7 @@ extension Store {
                 var next = 0
                 for p in record.properties where !p.isRemoved {
                     if p.type == .toMany {
-                        object.values.append((p.name, .toMany(try toManyList(entityId: record.entityId, propertyId: p.id, source: id, in: t))))
+                        object.values.append((p.name, .toMany(try t.toManyList(entityId: record.entityId, propertyId: p.id, source: id))))
                     } else {
                         object.values.append((p.name, values[next]))
                         next += 1
@@ -174,11 +173,10 @@ extension Store {
         var prefix: [UInt8] = [kind.rawValue]
         withUnsafeBytes(of: record.entityId.bigEndian) { prefix.append(contentsOf: $0) }
         withUnsafeBytes(of: property.id.bigEndian) { prefix.append(contentsOf: $0) }
-        try runInReadOnlyTransaction {
-            let t = TransactionContext.current(for: self)
+        try withReadTransaction { t in
             let upper = Engine.prefixSuccessor(prefix)
-            let engineIterator = try engine.makeIterator(in: edges, lowerBound: prefix, upperBound: upper, snapshot: t?.snapshot)
-            let it = TransactionIterator(space: t?.overlay?.space(.edges), over: engineIterator, lower: prefix, upper: upper)
+            let engineIterator = try engine.makeIterator(in: edges, lowerBound: prefix, upperBound: upper, snapshot: t.snapshot)
+            let it = TransactionIterator(space: t.overlay?.space(.edges), over: engineIterator, lower: prefix, upper: upper)
             try it.seekToFirst()
             while it.isValid {
                 guard let key = EdgeKey(bytes: it.key) else { throw StrataError.corruptRelation(reason: "malformed edge key in \(relation)") }

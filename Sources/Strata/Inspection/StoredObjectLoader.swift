@@ -131,7 +131,7 @@ struct StoredObjectLoader {
         var oldIndex: IndexValues?
         let stored: Bool
         do {
-            stored = try store.withObject(key, in: t) { old in
+            stored = try t.withObject(key) { old in
                 oldToOne = try ObjectBytes.toOneTargets(in: old, propertyIds: toOneIds)
                 if let ix = indexes { oldIndex = try t.indexValues(of: old, id: id, indexes: ix) }
             }
@@ -158,7 +158,7 @@ struct StoredObjectLoader {
             lists.append((p, ids))
         }
         for (p, ids) in lists {
-            let current = Set(try store.toManyList(entityId: record.entityId, propertyId: p.id, source: id, in: t))
+            let current = Set(try t.toManyList(entityId: record.entityId, propertyId: p.id, source: id))
             for target in Set(ids).subtracting(current) { try checkTarget(p, target, owner: id) }
         }
 
@@ -183,7 +183,7 @@ struct StoredObjectLoader {
             if new != 0 { t.putEdge(EdgeKey(kind: .toOneBacklink, entityId: record.entityId, propertyId: p.id, a: new, b: id)) }
         }
         for (p, ids) in lists {
-            let current = try store.toManyList(entityId: record.entityId, propertyId: p.id, source: id, in: t)
+            let current = try t.toManyList(entityId: record.entityId, propertyId: p.id, source: id)
             let listKey = EdgeKey(kind: .toManyList, entityId: record.entityId, propertyId: p.id, a: id, b: 0)
             if ids.isEmpty { t.removeEdge(listKey) } else if ids != current { t.putEdge(listKey, EdgeList.encode(ids)) }
             let now = Set(ids), then = Set(current)
@@ -212,7 +212,7 @@ struct StoredObjectLoader {
         }
         let isSelf = targetRecord.entityId == record.entityId && target == owner
         var exists = isSelf
-        if !exists { exists = try store.objectExists(ObjectKey(entityId: targetRecord.entityId, id: target), in: transaction) }
+        if !exists { exists = try transaction.objectExists(ObjectKey(entityId: targetRecord.entityId, id: target)) }
         guard exists else {
             throw .objectNotFound(entity: name, id: target)
         }

@@ -73,10 +73,10 @@ struct QueryLink: Sendable {
     /// The entities the link reads (the related one and those its own links read).
     let entities: Set<String>
     /// The ids of the outer entity's objects the link allows.
-    let candidates: @Sendable (EntityBinding, Store, Transaction?) throws(StrataError) -> Set<Id>
+    let candidates: @Sendable (EntityBinding, Store, Transaction) throws(StrataError) -> Set<Id>
 
     init(entities: Set<String>,
-         _ candidates: @escaping @Sendable (EntityBinding, Store, Transaction?) throws(StrataError) -> Set<Id>) {
+         _ candidates: @escaping @Sendable (EntityBinding, Store, Transaction) throws(StrataError) -> Set<Id>) {
         self.entities = entities
         self.candidates = candidates
     }

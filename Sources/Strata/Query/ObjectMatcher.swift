@@ -5,7 +5,7 @@ final class ObjectMatcher {
     let binding: EntityBinding
     let store: Store
     /// The transaction of the run under way (a built query reuses its matcher from run to run).
-    var transaction: Transaction?
+    var transaction: Transaction
     /// The declared positions ``field(_:)`` may be asked for.
     let fieldsNeeded: Set<Int>
     private let types: [PropertyType]
@@ -18,7 +18,7 @@ final class ObjectMatcher {
     private let backlinks: [BacklinkSchema]
 
     /// `fieldsNeeded`: declared positions the caller reads through ``field(_:)``.
-    init<T: Entity>(_ type: T.Type, binding: EntityBinding, store: Store, transaction: Transaction?, fieldsNeeded: Set<Int>) throws {
+    init<T: Entity>(_ type: T.Type, binding: EntityBinding, store: Store, transaction: Transaction, fieldsNeeded: Set<Int>) throws {
         self.binding = binding
         self.store = store
         self.transaction = transaction
@@ -141,9 +141,9 @@ final class ObjectMatcher {
     func relatedIds(_ slot: PropertySlot, id: Id) throws(StrataError) -> [Id] {
         switch slot {
         case let .field(f):
-            return try store.toManyList(entityId: binding.entityId, propertyId: binding.propertyIds[f], source: id, in: transaction)
+            return try transaction.toManyList(entityId: binding.entityId, propertyId: binding.propertyIds[f], source: id)
         case let .backlink(b):
-            return try store.backlinkSources(backlinks[b], of: id, in: transaction)
+            return try transaction.backlinkSources(backlinks[b], of: id)
         }
     }
 }

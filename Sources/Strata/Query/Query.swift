@@ -194,7 +194,7 @@ public final class Query<T: Entity> {
         if let limit, limit < 0 { throw .invalidQuery(reason: "limit \(limit) is negative") }
     }
 
-    func ids(in t: Transaction?, offset: Int, limit: Int?) throws(StrataError) -> [Id] {
+    func ids(in t: Transaction, offset: Int, limit: Int?) throws(StrataError) -> [Id] {
         var found = try matches(in: t)
         if !orderings.isEmpty { try sort(&found, in: t) }
         let start = min(offset, found.count)
@@ -207,7 +207,7 @@ public final class Query<T: Entity> {
         var keys: [QueryValue]
     }
 
-    private func matches(in t: Transaction?) throws(StrataError) -> [Match] {
+    private func matches(in t: Transaction) throws(StrataError) -> [Match] {
         let b = try store.binding(for: T.self).get()
         // `build()` let through only orderings by a field or a relation's count.
         let orderFields = orderings.map { o -> Int? in
@@ -228,7 +228,7 @@ public final class Query<T: Entity> {
         return out
     }
 
-    private func sort(_ found: inout [Match], in t: Transaction?) throws(StrataError) {
+    private func sort(_ found: inout [Match], in t: Transaction) throws(StrataError) {
         for (i, o) in orderings.enumerated() {
             guard let related = o.related else { continue }
             // The key holds the target id; replace it by the target's property value.

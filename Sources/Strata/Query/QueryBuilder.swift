@@ -100,8 +100,8 @@ struct QueryOrdering {
 struct RelatedValues {
     /// Whether the target's property has one value to sort by (not a to-many).
     let valid: Bool
-    let values: (Set<Id>, Store, Transaction?) throws(StrataError) -> [Id: QueryValue]
-    init(valid: Bool, _ values: @escaping (Set<Id>, Store, Transaction?) throws(StrataError) -> [Id: QueryValue]) {
+    let values: (Set<Id>, Store, Transaction) throws(StrataError) -> [Id: QueryValue]
+    init(valid: Bool, _ values: @escaping (Set<Id>, Store, Transaction) throws(StrataError) -> [Id: QueryValue]) {
         self.valid = valid
         self.values = values
     }

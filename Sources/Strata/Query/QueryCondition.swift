@@ -145,7 +145,7 @@ indirect enum ConditionNode: Sendable {
 
     /// This tree with every link replaced by the ids of the objects it allows, as `t` sees the
     /// store (nested links resolve inside the link's own run).
-    func resolvingLinks(binding b: EntityBinding, store: Store, in t: Transaction?) throws(StrataError) -> ConditionNode {
+    func resolvingLinks(binding b: EntityBinding, store: Store, in t: Transaction) throws(StrataError) -> ConditionNode {
         switch self {
         case let .link(l): return .ids(try l.candidates(b, store, t))
         case let .and(nodes):

@@ -22,7 +22,7 @@ enum QueryRun {
     /// given), by increasing id, with the matcher holding its `fieldsNeeded`; then `bytes`
     /// with the object's stored bytes, which ends the scan by returning false.
     static func scan<R: Entity>(_ type: R.Type, condition: ConditionNode, fieldsNeeded: Set<Int>, candidates: Set<Id>? = nil,
-                                store: Store, binding: EntityBinding? = nil, in t: Transaction?, reuse: Reuse? = nil,
+                                store: Store, binding: EntityBinding? = nil, in t: Transaction, reuse: Reuse? = nil,
                                 _ body: (Id, ObjectMatcher) throws(StrataError) -> Void = { _, _ in },
                                 bytes: ((Id, UnsafeRawBufferPointer) throws(StrataError) -> Bool)? = nil) throws(StrataError) {
         let b: EntityBinding
@@ -61,7 +61,7 @@ enum QueryRun {
                 m = try ObjectMatcher(R.self, binding: b, store: store, transaction: t, fieldsNeeded: fields)
                 reuse?.matcher = m
             }
-            defer { m.transaction = nil }   // no transaction outlives its run through the cache
+            defer { m.transaction = store.latest }   // no transaction outlives its run through the cache
             // Built from the binding at hand: `store.box(for:)` would look it up again under the catalog lock.
             let box = Box<R>(store: store, binding: .success(b))
             /// False when `bytes` ends the scan.
@@ -93,7 +93,7 @@ enum QueryRun {
         }
     }
 
-    static func matchingIds<R: Entity>(of type: R.Type, condition: ConditionNode, store: Store, in t: Transaction?) throws(StrataError) -> [Id] {
+    static func matchingIds<R: Entity>(of type: R.Type, condition: ConditionNode, store: Store, in t: Transaction) throws(StrataError) -> [Id] {
         var ids: [Id] = []
         try scan(R.self, condition: condition, fieldsNeeded: [], store: store, in: t) { id, _ in ids.append(id) }
         return ids
@@ -102,18 +102,18 @@ enum QueryRun {
     /// The objects whose relation (`entityId`, `propertyId`) points at one of `targets`: one
     /// prefix scan of the relation's mirror edges (`kind`) per target.
     static func sources(pointingAt targets: [Id], kind: EdgeKey.Kind, entityId: UInt32, propertyId: UInt32,
-                        store: Store, in t: Transaction?) throws(StrataError) -> Set<Id> {
+                        store: Store, in t: Transaction) throws(StrataError) -> Set<Id> {
         var ids = Set<Id>()
         for target in targets {
             let prefix = EdgeKey(kind: kind, entityId: entityId, propertyId: propertyId, a: target, b: 0)
-            ids.formUnion(try store.edgeSources(sharingPrefixWith: prefix, in: t))
+            ids.formUnion(try t.edgeSources(sharingPrefixWith: prefix))
         }
         return ids
     }
 
     /// The value of one property of each stored object of `R` among `ids`.
     static func fieldValues<R: Entity>(of type: R.Type, ids: Set<Id>, slot: PropertySlot, store: Store,
-                                       in t: Transaction?) throws(StrataError) -> [Id: QueryValue] {
+                                       in t: Transaction) throws(StrataError) -> [Id: QueryValue] {
         guard case let .field(f) = slot, R._strataSchema.properties[f].type != .toMany else {
             throw .invalidQuery(reason: "a query orders by stored properties and to-one relations only")
         }

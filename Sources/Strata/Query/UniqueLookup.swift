@@ -54,8 +54,8 @@ extension Query {
         var answered = true
         do {
             try key.withUnsafeBytes { k throws in
-                guard let id = try store.indexHolder(ofKey: k, in: nil) else { return }
-                let stored = try store.withObject(ObjectKey(entityId: b.entityId, id: id), in: nil) { bytes in
+                guard let id = try store.latest.indexHolder(ofKey: k) else { return }
+                let stored = try store.latest.withObject(ObjectKey(entityId: b.entityId, id: id)) { bytes in
                     // Still the value's holder? Its index value for this property must be the entry's.
                     let value = UnsafeRawBufferPointer(rebasing: k[IndexKey.headerBytes...])
                     guard try ix.holds(bytes, position: field, value: value, scratch: &scratch) else {

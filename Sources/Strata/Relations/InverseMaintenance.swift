@@ -11,7 +11,7 @@ enum InverseMaintenance {
         guard let overlay = t.overlay else { throw .readOnly }
         guard let record = store.record(named: entityName) else { return }
         let key = ObjectKey(entityId: record.entityId, id: id)
-        guard let bytes = try store.objectBytes(key, in: t) else { return }
+        guard let bytes = try t.objectBytes(key) else { return }
 
         // Outgoing to-ones: their backlink entries.
         let toOnes = record.properties.filter { !$0.isRemoved && $0.type == .toOne }.map(\.id)
@@ -33,7 +33,7 @@ enum InverseMaintenance {
         // Outgoing standalone to-manys: the list and each target's reverse entry.
         for property in record.properties where !property.isRemoved && property.type == .toMany {
             let embedded = embeddedTarget(property)
-            for target in try store.toManyList(entityId: record.entityId, propertyId: property.id, source: id, in: t) {
+            for target in try t.toManyList(entityId: record.entityId, propertyId: property.id, source: id) {
                 t.removeEdge(EdgeKey(kind: .toManyBacklink, entityId: record.entityId, propertyId: property.id, a: target, b: id))
                 if let embedded { owned.append((embedded, target)) }
             }
@@ -43,9 +43,9 @@ enum InverseMaintenance {
         for (sourceEntity, property) in store.relations(targeting: entityName) {
             if property.type == .toOne {
                 let prefix = EdgeKey(kind: .toOneBacklink, entityId: sourceEntity, propertyId: property.id, a: id, b: 0)
-                for source in try store.edgeSources(sharingPrefixWith: prefix, in: t) {
+                for source in try t.edgeSources(sharingPrefixWith: prefix) {
                     let sourceKey = ObjectKey(entityId: sourceEntity, id: source)
-                    if let sourceBytes = try store.objectBytes(sourceKey, in: t) {
+                    if let sourceBytes = try t.objectBytes(sourceKey) {
                         let cleared = try decoding(entityName, source) { try ObjectBytes.clearingField(property.id, in: sourceBytes) }
                         // A to-one indexed in a composite index: its entry moves to the nil target.
                         if let ix = store.indexes(entityId: sourceEntity), ix.reads(propertyId: property.id) {
@@ -60,8 +60,8 @@ enum InverseMaintenance {
                 }
             } else {
                 let prefix = EdgeKey(kind: .toManyBacklink, entityId: sourceEntity, propertyId: property.id, a: id, b: 0)
-                for source in try store.edgeSources(sharingPrefixWith: prefix, in: t) {
-                    let list = try store.toManyList(entityId: sourceEntity, propertyId: property.id, source: source, in: t)
+                for source in try t.edgeSources(sharingPrefixWith: prefix) {
+                    let list = try t.toManyList(entityId: sourceEntity, propertyId: property.id, source: source)
                         .filter { $0 != id }
                     let listKey = EdgeKey(kind: .toManyList, entityId: sourceEntity, propertyId: property.id, a: source, b: 0)
                     if list.isEmpty { t.removeEdge(listKey) } else { t.putEdge(listKey, EdgeList.encode(list)) }
@@ -79,7 +79,7 @@ enum InverseMaintenance {
             t.overlay?.writeObject(key, value: nil, committedPresent: true)
             return
         }
-        guard let bytes = try t.store.objectBytes(key, in: t) else { return }
+        guard let bytes = try t.objectBytes(key) else { return }
         try deleteObject(key, oldBytes: bytes, entityName: entityName, indexes: indexes, in: t)
     }
 

@@ -15,6 +15,7 @@ public struct RelationVisitor {
 
     let phase: Phase
     let store: Store
+    /// The write transaction of the put phases; nil when attaching or assigning.
     let transaction: Transaction?
     let binding: EntityBinding
     let ownerId: Id
@@ -100,7 +101,7 @@ public struct RelationVisitor {
         for (sourceEntity, property) in store.relations(targeting: entity) {
             let kind: EdgeKey.Kind = property.type == .toOne ? .toOneBacklink : .toManyBacklink
             let prefix = EdgeKey(kind: kind, entityId: sourceEntity, propertyId: property.id, a: id, b: 0)
-            for source in try store.edgeSources(sharingPrefixWith: prefix, in: t) where (sourceEntity, source) != owner {
+            for source in try t.edgeSources(sharingPrefixWith: prefix) where (sourceEntity, source) != owner {
                 throw .invalidRelation(reason: "embedded \(entity) \(id) already belongs to another object; an embedded object has one parent")
             }
         }

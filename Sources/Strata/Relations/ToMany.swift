@@ -105,7 +105,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     /// Reads the relation from the store now (it is otherwise read on first access); throws
     /// what the read throws.
     public func load() throws(StrataError) {
-        guard let store, case let .some(ids) = try storedIds(store: store, in: TransactionContext.current(for: store)) else {
+        guard let store, case let .some(ids) = try storedIds(store: store, in: TransactionContext.current(for: store) ?? store.latest) else {
             isLoaded = true
             return
         }
@@ -149,14 +149,14 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     }
 
     /// The ids the store holds for this relation; nil when unattached.
-    private func storedIds(store: Store, in t: Transaction?) throws(StrataError) -> [Id]? {
+    private func storedIds(store: Store, in t: Transaction) throws(StrataError) -> [Id]? {
         switch role {
         case .unattached:
             return nil
         case let .standalone(entityId, propertyId):
-            return try store.toManyList(entityId: entityId, propertyId: propertyId, source: ownerId, in: t)
+            return try t.toManyList(entityId: entityId, propertyId: propertyId, source: ownerId)
         case let .backlink(owner, index):
-            return try store.backlinkSources(owner.backlinks[index], of: ownerId, in: t)
+            return try t.backlinkSources(owner.backlinks[index], of: ownerId)
         }
     }
 
@@ -297,13 +297,13 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
                     added.insert(item.id)
                 }
                 for source in added.sorted() {
-                    var list = try store.toManyList(entityId: entityId, propertyId: propertyId, source: source, in: t)
+                    var list = try t.toManyList(entityId: entityId, propertyId: propertyId, source: source)
                     if !list.contains(ownerId) { list.append(ownerId) }
                     t.putEdge(EdgeKey(kind: .toManyList, entityId: entityId, propertyId: propertyId, a: source, b: 0), EdgeList.encode(list))
                     t.putEdge(EdgeKey(kind: .toManyBacklink, entityId: entityId, propertyId: propertyId, a: ownerId, b: source))
                 }
                 for source in removed.sorted() {
-                    let list = try store.toManyList(entityId: entityId, propertyId: propertyId, source: source, in: t).filter { $0 != ownerId }
+                    let list = try t.toManyList(entityId: entityId, propertyId: propertyId, source: source).filter { $0 != ownerId }
                     let listKey = EdgeKey(kind: .toManyList, entityId: entityId, propertyId: propertyId, a: source, b: 0)
                     if list.isEmpty { t.removeEdge(listKey) } else { t.putEdge(listKey, EdgeList.encode(list)) }
                     t.removeEdge(EdgeKey(kind: .toManyBacklink, entityId: entityId, propertyId: propertyId, a: ownerId, b: source))
@@ -327,7 +327,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     }
 
     /// The ids a prefetch should load; nil when the relation is not attached to a store.
-    func storedIdsForPrefetch(in t: Transaction?) throws(StrataError) -> [Id]? {
+    func storedIdsForPrefetch(in t: Transaction) throws(StrataError) -> [Id]? {
         guard let store, !hasChanges else { return nil }
         return try storedIds(store: store, in: t)
     }

@@ -33,8 +33,8 @@ public struct Box<T: Entity>: Sendable {
     }
 
     /// Runs `body` in this box's transaction: the bound one, the thread's, a new read
-    /// transaction when `consistent`, or none (see ``Store/read(consistent:in:_:)``).
-    func read<R>(consistent: Bool, _ body: (Transaction?) throws -> R) throws(StrataError) -> R {
+    /// transaction when `consistent`, or the store's latest (see ``Store/read(consistent:in:_:)``).
+    func read<R>(consistent: Bool, _ body: (Transaction) throws -> R) throws(StrataError) -> R {
         try store.read(consistent: consistent, in: pinned, body)
     }
 
@@ -44,10 +44,11 @@ public struct Box<T: Entity>: Sendable {
         try store.write(in: pinned, body)
     }
 
-    /// The transaction a single read runs in: the bound one, the thread's, or none.
-    func currentTransaction() throws(StrataError) -> Transaction? {
+    /// The transaction a single read runs in: the bound one, the thread's, or the store's
+    /// latest.
+    func currentTransaction() throws(StrataError) -> Transaction {
         if let pinned { return try pinned.running() }
-        return TransactionContext.current(for: store)
+        return TransactionContext.current(for: store) ?? store.latest
     }
 
     func binding() throws(StrataError) -> EntityBinding {
@@ -135,7 +136,7 @@ public struct Box<T: Entity>: Sendable {
     /// (an object of a cycle of new objects, referred to before it is written).
     func isStoredOrBeingPut(_ id: Id, in t: Transaction) throws(StrataError) -> Bool {
         let key = ObjectKey(entityId: try binding().entityId, id: id)
-        return t.isBeingPut(key) ? true : try store.objectExists(key, in: t)
+        return t.isBeingPut(key) ? true : try t.objectExists(key)
     }
 
     /// Whether removing objects of this entity needs inverse maintenance (it has relations, or
@@ -313,7 +314,7 @@ public struct Box<T: Entity>: Sendable {
                 try forEach(binding: b, in: t) { _, _ in n += 1; return true }
                 return n
             }
-            let n = Int64(try store.storedCount(entityId: b.entityId, in: t)) + (t?.overlay?.countDeltas[b.entityId] ?? 0)
+            let n = Int64(try t.storedCount(entityId: b.entityId)) + (t.overlay?.countDeltas[b.entityId] ?? 0)
             // Below 0 only when the stored count is wrong (a damaged or crafted catalog).
             guard n >= 0 else { throw StrataError.corruptCatalog(reason: "object count of entity \(b.entityId) would be \(n)") }
             return Int(n)
@@ -339,58 +340,27 @@ public struct Box<T: Entity>: Sendable {
 
     // MARK: access paths
 
-    /// How many objects a batched read asks the engine for at once: enough for the engine to
-    /// overlap their lookups, few enough that a caller that stops early wastes little.
-    private static var batchReadChunk: Int { 64 }
-
     /// Calls `body` with the stored bytes of each of `ids` that is stored, in the order of `ids`,
-    /// as `t` sees them, until `body` returns false. Outside a write transaction the objects are
-    /// read through the engine's batched read, or, for ids close together, one scan of their
-    /// range (``forEachStoredInRange(_:binding:in:_:)``); a write transaction's own changes are
-    /// looked up one by one, since they come first.
-    func forEachStored(_ ids: [Id], binding b: EntityBinding, in t: Transaction?,
+    /// as `t` sees them, until `body` returns false (``Transaction/forEachObject(_:binding:_:)``).
+    func forEachStored(_ ids: [Id], binding b: EntityBinding, in t: Transaction,
                        _ body: (Id, UnsafeRawBufferPointer) throws -> Bool) throws {
-        // One object gains nothing from batching, which has buffers to set up.
-        if ids.count == 1 || (t?.isWrite ?? false) {
-            for id in ids {
-                var more = true
-                _ = try withStoredBytes(id, binding: b, in: t) { v in more = try body(id, v) }
-                if !more { return }
-            }
-            return
-        }
-        if Self.isDense(ids) {
-            try forEachStoredInRange(ids, binding: b, in: t, body)
-            return
-        }
-        var keys = KeyList(reservingCapacity: min(ids.count, Self.batchReadChunk), keyBytes: ObjectFormat.objectKeyBytes)
-        var start = 0
-        var more = true
-        while start < ids.count && more {
-            let end = min(start + Self.batchReadChunk, ids.count)
-            keys.removeAll()
-            for id in ids[start..<end] { ObjectKey(entityId: b.entityId, id: id).withBytes { keys.append($0) } }
-            try store.engine.visitValues(forKeys: keys, in: store.objects, snapshot: t?.snapshot) { i, v in
-                if more, let v { more = try body(ids[start + i], v) }
-            }
-            start = end
-        }
+        try t.forEachObject(ids, binding: b, body)
     }
 
     /// Calls `body` with the stored bytes of the object with `id` as `t` sees them; false when
     /// it is not stored.
-    func withStoredBytes(_ id: Id, binding b: EntityBinding, in t: Transaction?,
+    func withStoredBytes(_ id: Id, binding b: EntityBinding, in t: Transaction,
                          _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
-        try store.withObject(ObjectKey(entityId: b.entityId, id: id), in: t, body)
+        try t.withObject(ObjectKey(entityId: b.entityId, id: id), body)
     }
 
-    private func exists(_ id: Id, binding b: EntityBinding, in t: Transaction?) throws(StrataError) -> Bool {
-        try store.objectExists(ObjectKey(entityId: b.entityId, id: id), in: t)
+    private func exists(_ id: Id, binding b: EntityBinding, in t: Transaction) throws(StrataError) -> Bool {
+        try t.objectExists(ObjectKey(entityId: b.entityId, id: id))
     }
 
     /// Visits this entity's objects by increasing id as `t` sees them, until `body` returns
     /// false. `body` must not write.
-    func forEach(binding b: EntityBinding, in t: Transaction?, _ body: (Id, UnsafeRawBufferPointer) throws -> Bool) throws {
-        try store.forEachObject(entityId: b.entityId, in: t, body)
+    func forEach(binding b: EntityBinding, in t: Transaction, _ body: (Id, UnsafeRawBufferPointer) throws -> Bool) throws {
+        try t.forEachObject(entityId: b.entityId, body)
     }
 }

@@ -95,7 +95,7 @@ struct PutOperation<T: Entity> {
         let b = binding
         var old = OldState()
         do {
-            old.stored = try store.withObject(ObjectKey(entityId: b.entityId, id: id), in: transaction) { bytes in
+            old.stored = try transaction.withObject(ObjectKey(entityId: b.entityId, id: id)) { bytes in
                 if !b.toOnePropertyIds.isEmpty {
                     old.toOneTargets = try ObjectBytes.toOneTargets(in: bytes, propertyIds: b.toOnePropertyIds)
                 }

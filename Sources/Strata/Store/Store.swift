@@ -48,6 +48,12 @@ public final class Store: @unchecked Sendable {
     let changeHub: ChangeHub
     /// Where async transactions run.
     let asyncQueues = AsyncQueues()
+    /// The transaction a read outside any transaction runs in: the latest committed state
+    /// (``Transaction/Kind/latest``).
+    var latest: Transaction { latestTransaction.unsafelyUnwrapped }
+    /// Set once, at the end of `init` (the transaction refers to the store, so it cannot be
+    /// made before), and never written again: reads skip the exclusivity check.
+    @exclusivity(unchecked) private var latestTransaction: Transaction?
 
     /// Opens the store in `directoryPath`, creating the directory and the store if missing.
     ///
@@ -93,6 +99,7 @@ public final class Store: @unchecked Sendable {
         indexProgress = options.indexProgress
         durability = options.durability
         isReadOnly = options.readOnly
+        latestTransaction = Transaction(store: self, kind: .latest, snapshot: nil)
     }
 
     deinit {

@@ -139,16 +139,16 @@ extension Store {
     }
 
     /// Runs `body` with the current transaction, or a new read transaction when `consistent`
-    /// (several reads that must agree), or none (one read of the latest state). `pinned`, a
-    /// bound box's transaction, is the current one without a lookup.
-    func read<R>(consistent: Bool, in pinned: PinnedTransaction? = nil, _ body: (Transaction?) throws -> R) throws(StrataError) -> R {
+    /// (several reads that must agree), or the store's ``latest`` (one read of the latest
+    /// state). `pinned`, a bound box's transaction, is the current one without a lookup.
+    func read<R>(consistent: Bool, in pinned: PinnedTransaction? = nil, _ body: (Transaction) throws -> R) throws(StrataError) -> R {
         do {
             if let t = try pinned?.running() ?? TransactionContext.current(for: self) { return try body(t) }
             if consistent {
                 try checkOpen()
                 return try startReadTransaction(body)
             }
-            return try body(nil)
+            return try body(latest)
         } catch {
             throw StrataError(error)
         }

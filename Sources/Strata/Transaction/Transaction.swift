@@ -6,16 +6,27 @@ import Glibc
 import Darwin
 #endif
 
-/// One transaction of a store. A read transaction pins a snapshot. A write transaction holds the
-/// store's write lock and keeps everything it writes in one ``WriteOverlay``; reads inside it go
-/// through the overlay (``TransactionReads``); `commit` writes the overlay in one atomic engine
-/// batch.
+/// One transaction of a store, and the one type that reads and writes the object layer: every
+/// read (point, batched, ordered; objects, edges, index entries, counts) is a method of the
+/// transaction it runs in (`TransactionReads.swift`), every write goes into its overlay
+/// (`PutOperation`, `IndexMaintenance.swift`, `EdgeReads.swift`).
+///
+/// Three kinds. A read transaction pins a snapshot. A write transaction holds the store's write
+/// lock and keeps everything it writes in one ``WriteOverlay``; reads inside it go through the
+/// overlay; `commit` writes the overlay in one atomic engine batch. The store's one **latest**
+/// transaction (``Store/latest``) reads the latest committed state and writes nothing: a single
+/// read outside any transaction runs in it, so no read needs a "no transaction" case.
 ///
 /// State outside the store that a write changes (ids given to class objects, the saved state of
 /// `ToOne` and `ToMany` proxies) is logged too, so that a rollback, whole or to a savepoint,
 /// returns it exactly to what it was: a retry then writes it again.
 final class Transaction {
-    enum Kind { case read, write }
+    enum Kind {
+        case read, write
+        /// The store's shared reader of the latest committed state (``Store/latest``): no
+        /// snapshot, no overlay, no state of its own; used from any thread.
+        case latest
+    }
 
     /// What a write changed outside the store, to undo on rollback.
     enum Undo {
@@ -35,10 +46,15 @@ final class Transaction {
         fileprivate let undo: Int
     }
 
-    let store: Store
+    /// Unowned: the store holds its latest transaction, so a strong reference would be a cycle.
+    /// Every other transaction lives inside a call of the store (its body) or in a
+    /// ``PinnedTransaction``, which only `Box` and ``StoreTransaction`` hold, and both hold the
+    /// store: the store outlives every transaction.
+    unowned(unsafe) let store: Store
     let kind: Kind
     /// The state reads see: a snapshot for read transactions; nil (latest) for write
-    /// transactions, since the write lock keeps every other writer out.
+    /// transactions, since the write lock keeps every other writer out, and for the latest
+    /// transaction.
     let snapshot: Snapshot?
     /// A write transaction's writes; nil for a read transaction.
     let overlay: WriteOverlay?
@@ -163,7 +179,7 @@ final class Transaction {
         overlay.encode(into: &batch, objects: store.objects, edges: store.edges, indexes: store.indexSpace)
         // Writers are serialised, so the latest count plus this transaction's delta is exact.
         for (entityId, delta) in overlay.countDeltas.entries where delta != 0 {
-            let now = Int64(try store.storedCount(entityId: entityId, in: nil)) + delta
+            let now = Int64(try store.latest.storedCount(entityId: entityId)) + delta
             guard now >= 0 else { throw StrataError.corruptCatalog(reason: "object count of entity \(entityId) would be \(now)") }
             batch.put(MetaKey.count.key(entity: entityId), withUnsafeBytes(of: UInt64(now).littleEndian) { Array($0) }, in: store.meta)
         }

@@ -1,17 +1,18 @@
 import StrataStorage
 
-/// Every read of the store as a transaction sees it: a write transaction's ``WriteOverlay`` over
-/// the engine's latest state, a read transaction's snapshot, or (no transaction) the latest
-/// committed state. The only place that knows the overlay comes first: point reads look it up
-/// and fall through to the engine; ordered reads merge it with an engine iterator.
-extension Store {
-    /// Larger stored object counts are damage (``storedCount(entityId:in:)``).
+/// Every read of the store, as the transaction it runs in sees it: a write transaction's
+/// ``WriteOverlay`` over the engine's latest state, a read transaction's snapshot, or (the
+/// store's ``Store/latest`` transaction) the latest committed state. The only place that knows
+/// the overlay comes first: point reads look it up and fall through to the engine; ordered
+/// reads merge it with an engine iterator.
+extension Transaction {
+    /// Larger stored object counts are damage (``storedCount(entityId:)``).
     static let maxObjectCount: UInt64 = 1 << 62
 
-    /// The committed object count of an entity, as of `t`'s snapshot (or the latest state).
-    func storedCount(entityId: UInt32, in t: Transaction?) throws(StrataError) -> UInt64 {
+    /// The committed object count of an entity, as the transaction sees it.
+    func storedCount(entityId: UInt32) throws(StrataError) -> UInt64 {
         do {
-            guard let raw = try engine.get(MetaKey.count.key(entity: entityId), in: meta, snapshot: t?.snapshot) else { return 0 }
+            guard let raw = try store.engine.get(MetaKey.count.key(entity: entityId), in: store.meta, snapshot: snapshot) else { return 0 }
             guard raw.count == 8 else { throw StrataError.corruptCatalog(reason: "object count of entity \(entityId)") }
             let n = raw.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
             // Callers add a transaction's delta as Int64: a crafted count near 2^64 must be an
@@ -27,11 +28,11 @@ extension Store {
 
     // MARK: objects
 
-    /// Calls `body` with the stored bytes of the object at `key` as `t` sees them; false when
+    /// Calls `body` with the stored bytes of the object at `key` as the transaction sees them; false when
     /// there is none. `body` must not write.
     @discardableResult
-    func withObject(_ key: ObjectKey, in t: Transaction?, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
-        if let overlay = t?.overlay {
+    func withObject(_ key: ObjectKey, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+        if let overlay = overlay {
             switch key.withBytes({ overlay.objects.lookup($0) }) {
             case .removed: return false
             case let .value(v):
@@ -40,45 +41,45 @@ extension Store {
             case .absent: break
             }
         }
-        return try key.withBytes { k in try engine.visitValue(forKey: k, in: objects, snapshot: t?.snapshot, body) }
+        return try key.withBytes { k in try store.engine.visitValue(forKey: k, in: store.objects, snapshot: snapshot, body) }
     }
 
-    /// A copy of the object's stored bytes as `t` sees them.
-    func objectBytes(_ key: ObjectKey, in t: Transaction?) throws(StrataError) -> [UInt8]? {
+    /// A copy of the object's stored bytes as the transaction sees them.
+    func objectBytes(_ key: ObjectKey) throws(StrataError) -> [UInt8]? {
         var out: [UInt8]?
-        do { try withObject(key, in: t) { out = Array($0) } } catch { throw StrataError(error) }
+        do { try withObject(key) { out = Array($0) } } catch { throw StrataError(error) }
         return out
     }
 
-    /// Whether the object at `key` exists as `t` sees it.
-    func objectExists(_ key: ObjectKey, in t: Transaction?) throws(StrataError) -> Bool {
-        if let overlay = t?.overlay {
+    /// Whether the object at `key` exists as the transaction sees it.
+    func objectExists(_ key: ObjectKey) throws(StrataError) -> Bool {
+        if let overlay = overlay {
             switch key.withBytes({ overlay.objects.lookup($0) }) {
             case .removed: return false
             case .value: return true
             case .absent: break
             }
         }
-        if let t, t.isWrite {
-            if t.knownCommittedObjects.contains(key) { return true }
-            if t.isNewInTransaction(entityId: key.entityId, id: key.id) { return false }
+        if isWrite {
+            if knownCommittedObjects.contains(key) { return true }
+            if isNewInTransaction(entityId: key.entityId, id: key.id) { return false }
         }
         let found: Bool
         do {
-            found = try key.withBytes { k in try engine.withValue(forKey: k, in: objects, snapshot: t?.snapshot) { _ in true } } ?? false
+            found = try key.withBytes { k in try store.engine.withValue(forKey: k, in: store.objects, snapshot: snapshot) { _ in true } } ?? false
         } catch {
             throw StrataError(error)
         }
-        if found { t?.noteCommittedObject(key) }
+        if found { noteCommittedObject(key) }
         return found
     }
 
-    /// Visits the objects of one entity by increasing id as `t` sees them, until `body` returns
+    /// Visits the objects of one entity by increasing id as the transaction sees them, until `body` returns
     /// false. `body` must not write.
-    func forEachObject(entityId: UInt32, in t: Transaction?, _ body: (Id, UnsafeRawBufferPointer) throws -> Bool) throws {
+    func forEachObject(entityId: UInt32, _ body: (Id, UnsafeRawBufferPointer) throws -> Bool) throws {
         let prefix = ObjectKey.prefix(entityId: entityId)
-        let it = try engine.makeIterator(in: objects, prefix: prefix, snapshot: t?.snapshot)
-        try Self.merge(t?.overlay?.objects, over: it, lower: prefix, upper: Engine.prefixSuccessor(prefix)) { k, v in
+        let it = try store.engine.makeIterator(in: store.objects, prefix: prefix, snapshot: snapshot)
+        try Self.merge(overlay?.objects, over: it, lower: prefix, upper: Engine.prefixSuccessor(prefix)) { k, v in
             try body(ObjectKey.id(fromKey: k), v)
         }
     }
@@ -86,25 +87,25 @@ extension Store {
     // MARK: edges
 
     /// The value of one edge, or nil. `engineHoldsNone`: the caller knows the engine has no
-    /// such edge (its source got its id in `t`), so only the overlay is read.
-    func edgeValue(_ key: EdgeKey, in t: Transaction?, engineHoldsNone: Bool = false) throws(StrataError) -> [UInt8]? {
+    /// such edge (its source got its id in this transaction), so only the overlay is read.
+    func edgeValue(_ key: EdgeKey, engineHoldsNone: Bool = false) throws(StrataError) -> [UInt8]? {
         let bytes = key.bytes
-        if let overlay = t?.overlay {
+        if let overlay = overlay {
             switch bytes.withUnsafeBytes({ overlay.edges.lookup($0) }) {
             case .removed: return nil
             case let .value(v): return Array(v)
             case .absent: if engineHoldsNone { return nil }
             }
         }
-        guard let edges else { return nil }
-        counters.edgesRead.add(1, ordering: .relaxed)
-        do { return try engine.get(bytes, in: edges, snapshot: t?.snapshot) } catch { throw StrataError(error) }
+        guard let edges = store.edges else { return nil }
+        store.counters.edgesRead.add(1, ordering: .relaxed)
+        do { return try store.engine.get(bytes, in: edges, snapshot: snapshot) } catch { throw StrataError(error) }
     }
 
     /// The `b` ids of every edge sharing `prefix`'s kind, relation and `a`, in increasing order:
     /// one prefix scan, O(log n + k).
-    func edgeSources(sharingPrefixWith prefix: EdgeKey, in t: Transaction?) throws(StrataError) -> [Id] {
-        guard let edges else { return [] }
+    func edgeSources(sharingPrefixWith prefix: EdgeKey) throws(StrataError) -> [Id] {
+        guard let edges = store.edges else { return [] }
         var ids: [Id] = []
         let lower = prefix.prefixBytes
         let suffixBytes = EdgeKey.byteCount - EdgeKey.prefixByteCount
@@ -112,14 +113,14 @@ extension Store {
             if let key = EdgeKey(bytes: k) { ids.append(key.b) }
         }
         do {
-            if t?.overlay?.edges.isEmpty ?? true {
+            if overlay?.edges.isEmpty ?? true {
                 // With no write of its own to merge, the keys come from the engine's prefix
                 // read, which resolves versions once instead of merging at every step.
                 ids.reserveCapacity(128)
-                try engine.forEachKey(in: edges, prefix: lower, suffixBytes: suffixBytes, snapshot: t?.snapshot, collect)
+                try store.engine.forEachKey(in: edges, prefix: lower, suffixBytes: suffixBytes, snapshot: snapshot, collect)
             } else {
-                let it = try engine.makeIterator(in: edges, prefix: lower, suffixBytes: suffixBytes, snapshot: t?.snapshot)
-                try Self.merge(t?.overlay?.edges, over: it, lower: lower, upper: Engine.prefixSuccessor(lower)) { k, _ in
+                let it = try store.engine.makeIterator(in: edges, prefix: lower, suffixBytes: suffixBytes, snapshot: snapshot)
+                try Self.merge(overlay?.edges, over: it, lower: lower, upper: Engine.prefixSuccessor(lower)) { k, _ in
                     collect(k)
                     return true
                 }
@@ -127,39 +128,39 @@ extension Store {
         } catch {
             throw StrataError(error)
         }
-        counters.edgesRead.add(UInt64(ids.count), ordering: .relaxed)
+        store.counters.edgesRead.add(UInt64(ids.count), ordering: .relaxed)
         return ids
     }
 
     // MARK: index entries
 
-    /// The object ids of the index entries of one value as `t` sees them: `entry` is the header
+    /// The object ids of the index entries of one value as the transaction sees them: `entry` is the header
     /// and the encoded value. In an index `keyedByValue`, one point read of that key; otherwise a
     /// scan of the keys it begins, skipping the segments whose filter rules the value out.
-    func indexedIds(ofValue entry: [UInt8], keyedByValue: Bool, in t: Transaction?) throws(StrataError) -> [Id] {
-        guard let indexSpace else { return [] }
+    func indexedIds(ofValue entry: [UInt8], keyedByValue: Bool) throws(StrataError) -> [Id] {
+        guard let indexSpace = store.indexSpace else { return [] }
         if keyedByValue {
-            do { return try entry.withUnsafeBytes { try indexHolder(ofKey: $0, in: t) }.map { [$0] } ?? [] } catch { throw StrataError(error) }
+            do { return try entry.withUnsafeBytes { try indexHolder(ofKey: $0) }.map { [$0] } ?? [] } catch { throw StrataError(error) }
         }
         var ids: [Id] = []
         do {
-            let it = try engine.makeIterator(in: indexSpace, prefix: entry, suffixBytes: IndexKey.idBytes, snapshot: t?.snapshot)
-            try Self.merge(t?.overlay?.indexes, over: it, lower: entry, upper: Engine.prefixSuccessor(entry)) { k, v in
+            let it = try store.engine.makeIterator(in: indexSpace, prefix: entry, suffixBytes: IndexKey.idBytes, snapshot: snapshot)
+            try Self.merge(overlay?.indexes, over: it, lower: entry, upper: Engine.prefixSuccessor(entry)) { k, v in
                 ids.append(try IndexKey.id(key: k, value: v, keyedByValue: false))
                 return true
             }
         } catch {
             throw StrataError(error)
         }
-        counters.indexEntriesRead.add(UInt64(ids.count), ordering: .relaxed)
+        store.counters.indexEntriesRead.add(UInt64(ids.count), ordering: .relaxed)
         return ids
     }
 
-    /// The object id of the entry at `key` of a unique index keyed by value, as `t` sees it:
+    /// The object id of the entry at `key` of a unique index keyed by value, as the transaction sees it:
     /// one point read, no allocation.
-    func indexHolder(ofKey key: UnsafeRawBufferPointer, in t: Transaction?) throws(StrataError) -> Id? {
-        guard let indexSpace else { return nil }
-        if let overlay = t?.overlay {
+    func indexHolder(ofKey key: UnsafeRawBufferPointer) throws(StrataError) -> Id? {
+        guard let indexSpace = store.indexSpace else { return nil }
+        if let overlay = overlay {
             switch overlay.indexes.lookup(key) {
             case .removed: return nil
             case let .value(v): return try IndexKey.id(key: key, value: v, keyedByValue: true)
@@ -168,45 +169,45 @@ extension Store {
         }
         var id: Id?
         do {
-            _ = try engine.visitValue(forKey: key, in: indexSpace, snapshot: t?.snapshot) { v in
+            _ = try store.engine.visitValue(forKey: key, in: indexSpace, snapshot: snapshot) { v in
                 id = try IndexKey.id(key: key, value: v, keyedByValue: true)
             }
         } catch {
             throw StrataError(error)
         }
-        if id != nil { counters.indexEntriesRead.add(1, ordering: .relaxed) }
+        if id != nil { store.counters.indexEntriesRead.add(1, ordering: .relaxed) }
         return id
     }
 
-    /// The value of the index entry at `key` as `t` sees it, or nil when there is none.
-    func indexEntry(ofKey key: [UInt8], in t: Transaction?) throws(StrataError) -> [UInt8]? {
-        guard let indexSpace else { return nil }
-        if let overlay = t?.overlay {
+    /// The value of the index entry at `key` as the transaction sees it, or nil when there is none.
+    func indexEntry(ofKey key: [UInt8]) throws(StrataError) -> [UInt8]? {
+        guard let indexSpace = store.indexSpace else { return nil }
+        if let overlay = overlay {
             switch key.withUnsafeBytes({ overlay.indexes.lookup($0) }) {
             case .removed: return nil
             case let .value(v): return Array(v)
             case .absent: break
             }
         }
-        do { return try engine.get(key, in: indexSpace, snapshot: t?.snapshot) } catch { throw StrataError(error) }
+        do { return try store.engine.get(key, in: indexSpace, snapshot: snapshot) } catch { throw StrataError(error) }
     }
 
-    /// The object ids of the index entries with keys in `lower..<upper` as `t` sees them, in
+    /// The object ids of the index entries with keys in `lower..<upper` as the transaction sees them, in
     /// key order.
-    func indexedIds(from lower: [UInt8], to upper: [UInt8]?, keyedByValue: Bool, in t: Transaction?) throws(StrataError) -> [Id] {
-        guard let indexSpace else { return [] }
+    func indexedIds(from lower: [UInt8], to upper: [UInt8]?, keyedByValue: Bool) throws(StrataError) -> [Id] {
+        guard let indexSpace = store.indexSpace else { return [] }
         if let upper, !lower.lexicographicallyPrecedes(upper) { return [] }
         var ids: [Id] = []
         do {
-            let it = try engine.makeIterator(in: indexSpace, lowerBound: lower, upperBound: upper, snapshot: t?.snapshot)
-            try Self.merge(t?.overlay?.indexes, over: it, lower: lower, upper: upper) { k, v in
+            let it = try store.engine.makeIterator(in: indexSpace, lowerBound: lower, upperBound: upper, snapshot: snapshot)
+            try Self.merge(overlay?.indexes, over: it, lower: lower, upper: upper) { k, v in
                 ids.append(try IndexKey.id(key: k, value: v, keyedByValue: keyedByValue))
                 return true
             }
         } catch {
             throw StrataError(error)
         }
-        counters.indexEntriesRead.add(UInt64(ids.count), ordering: .relaxed)
+        store.counters.indexEntriesRead.add(UInt64(ids.count), ordering: .relaxed)
         return ids
     }
 
@@ -225,16 +226,16 @@ extension Store {
         }
     }
 
-    /// An iterator over a whole key space as `t` sees it.
-    func makeIterator(_ space: WriteOverlay.Space, in t: Transaction?) throws -> TransactionIterator? {
+    /// An iterator over a whole key space as the transaction sees it.
+    func makeIterator(_ space: WriteOverlay.Space) throws -> TransactionIterator? {
         let keySpace: KeySpace?
         switch space {
-        case .objects: keySpace = objects
-        case .edges: keySpace = edges
-        case .indexes: keySpace = indexSpace
+        case .objects: keySpace = store.objects
+        case .edges: keySpace = store.edges
+        case .indexes: keySpace = store.indexSpace
         }
         guard let keySpace else { return nil }
-        let it = try engine.makeIterator(in: keySpace, snapshot: t?.snapshot)
-        return TransactionIterator(space: t?.overlay?.space(space), over: it, lower: nil, upper: nil)
+        let it = try store.engine.makeIterator(in: keySpace, snapshot: snapshot)
+        return TransactionIterator(space: overlay?.space(space), over: it, lower: nil, upper: nil)
     }
 }
