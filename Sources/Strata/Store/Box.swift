@@ -221,12 +221,25 @@ public struct Box<T: Entity>: Sendable {
     func visitStoredObject(_ id: Id, _ body: (EntityBinding, UnsafeRawBufferPointer) throws -> Void) throws(StrataError) {
         let b = try binding()
         guard id != 0 else { throw .invalidId(entity: b.name) }
-        let t = try currentTransaction()
         do {
-            _ = try withStoredBytes(id, binding: b, in: t) { v in try body(b, v) }
+            if let pinned {
+                _ = try withStoredBytes(id, binding: b, in: try pinned.running()) { v in try body(b, v) }
+            } else if let t = TransactionContext.current(for: store) {
+                _ = try withStoredBytes(id, binding: b, in: t) { v in try body(b, v) }
+            } else {
+                try visitLatest(id, binding: b, body)
+            }
         } catch {
             throw StrataError(error)
         }
+    }
+
+    /// ``visitStoredObject(_:_:)`` outside any transaction: the store's latest transaction. A
+    /// call of its own, so that the transaction is read in place (the store holds it) instead
+    /// of joining the other branches' retained one: a retain and a release less on every get.
+    @inline(never)
+    private func visitLatest(_ id: Id, binding b: EntityBinding, _ body: (EntityBinding, UnsafeRawBufferPointer) throws -> Void) throws {
+        _ = try store.latest.withObject(ObjectKey(entityId: b.entityId, id: id)) { v in try body(b, v) }
     }
 
     /// The objects with these ids that are stored, in the order of `ids`, read from one

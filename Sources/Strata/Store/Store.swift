@@ -37,7 +37,7 @@ public final class Store: @unchecked Sendable {
     /// Nil only in a read-only store created before it had indexes.
     let indexSpace: KeySpace?
     let indexProgress: (@Sendable (IndexProgress) -> Void)?
-    let counters = StoreCounters()
+    let counters: StoreCounters
     /// Whether the catalog holds each entity's object count (false only for a read-only open of
     /// a store written before counts existed: `count()` then iterates).
     let countsMaintained: Bool
@@ -50,10 +50,7 @@ public final class Store: @unchecked Sendable {
     let asyncQueues = AsyncQueues()
     /// The transaction a read outside any transaction runs in: the latest committed state
     /// (``Transaction/Kind/latest``).
-    var latest: Transaction { latestTransaction.unsafelyUnwrapped }
-    /// Set once, at the end of `init` (the transaction refers to the store, so it cannot be
-    /// made before), and never written again: reads skip the exclusivity check.
-    @exclusivity(unchecked) private var latestTransaction: Transaction?
+    let latest: Transaction
 
     /// Opens the store in `directoryPath`, creating the directory and the store if missing.
     ///
@@ -78,10 +75,14 @@ public final class Store: @unchecked Sendable {
             let engine = try Engine.open(directory: directoryPath, options: engineOptions)
             self.engine = engine
             do {
-                objects = try Self.keySpace(ObjectFormat.objectsKeySpace, in: engine)
-                meta = try Self.keySpace(ObjectFormat.metaKeySpace, in: engine)
-                edges = engine.existingKeySpace(named: ObjectFormat.edgesKeySpace)
-                indexSpace = engine.existingKeySpace(named: ObjectFormat.indexesKeySpace)
+                let objects = try Self.keySpace(ObjectFormat.objectsKeySpace, in: engine)
+                let meta = try Self.keySpace(ObjectFormat.metaKeySpace, in: engine)
+                let edges = engine.existingKeySpace(named: ObjectFormat.edgesKeySpace)
+                let indexSpace = engine.existingKeySpace(named: ObjectFormat.indexesKeySpace)
+                let counters = StoreCounters()
+                (self.objects, self.meta, self.edges, self.indexSpace, self.counters) = (objects, meta, edges, indexSpace, counters)
+                latest = Transaction(latestOf: engine, objects: objects, meta: meta, edges: edges, indexSpace: indexSpace,
+                                     counters: counters)
                 let (loaded, counted, version) = try FormatUpgrade.openCatalog(engine: engine, meta: meta, objects: objects,
                                                              readOnly: options.readOnly, durability: options.durability)
                 catalog = LockedValue(loaded)
@@ -99,7 +100,7 @@ public final class Store: @unchecked Sendable {
         indexProgress = options.indexProgress
         durability = options.durability
         isReadOnly = options.readOnly
-        latestTransaction = Transaction(store: self, kind: .latest, snapshot: nil)
+        latest.bindLatest(to: self)
     }
 
     deinit {

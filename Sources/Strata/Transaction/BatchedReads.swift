@@ -37,7 +37,7 @@ extension Transaction {
             let end = min(start + Self.batchReadChunk, ids.count)
             keys.removeAll()
             for id in ids[start..<end] { ObjectKey(entityId: b.entityId, id: id).withBytes { keys.append($0) } }
-            try store.engine.visitValues(forKeys: keys, in: store.objects, snapshot: snapshot) { i, v in
+            try engine.visitValues(forKeys: keys, in: objects, snapshot: snapshot) { i, v in
                 if more, let v { more = try body(ids[start + i], v) }
             }
             start = end
@@ -71,7 +71,7 @@ extension Transaction {
         let upper = last == Id.max
             ? Engine.prefixSuccessor(ObjectKey.prefix(entityId: b.entityId))
             : ObjectKey(entityId: b.entityId, id: last + 1).withBytes { Array($0) }
-        let it = try store.engine.makeIterator(in: store.objects, lowerBound: lower, upperBound: upper, snapshot: snapshot)
+        let it = try engine.makeIterator(in: objects, lowerBound: lower, upperBound: upper, snapshot: snapshot)
         try it.seekToFirst()
         var next = 0
         while it.isValid {

@@ -46,11 +46,24 @@ final class Transaction {
         fileprivate let undo: Int
     }
 
-    /// Unowned: the store holds its latest transaction, so a strong reference would be a cycle.
-    /// Every other transaction lives inside a call of the store (its body) or in a
-    /// ``PinnedTransaction``, which only `Box` and ``StoreTransaction`` hold, and both hold the
-    /// store: the store outlives every transaction.
-    unowned(unsafe) let store: Store
+    /// The store, unretained: the store holds its latest transaction, so a strong reference
+    /// would be a cycle. Every other transaction lives inside a call of the store (its body) or
+    /// in a ``PinnedTransaction``, which only `Box` and ``StoreTransaction`` hold, and both hold
+    /// the store: the store outlives every transaction.
+    @inline(__always) var store: Store { storeReference.unsafelyUnwrapped.takeUnretainedValue() }
+    /// Set by `init`, or for the latest transaction by ``bindLatest(to:)`` at the end of the
+    /// store's `init` (the store makes it before it can refer to itself); never changed after.
+    @exclusivity(unchecked) private var storeReference: Unmanaged<Store>?
+    /// What every read needs, the store's, held here: a read then uses its transaction's own
+    /// fields, with no retain of the store (unretained above) on every call.
+    let engine: Engine
+    let objects: KeySpace
+    let meta: KeySpace
+    /// Nil only in a read-only store created before it had relations.
+    let edges: KeySpace?
+    /// Nil only in a read-only store created before it had indexes.
+    let indexSpace: KeySpace?
+    let counters: StoreCounters
     let kind: Kind
     /// The state reads see: a snapshot for read transactions; nil (latest) for write
     /// transactions, since the write lock keeps every other writer out, and for the latest
@@ -93,10 +106,36 @@ final class Transaction {
     private let ended = Atomic<Bool>(false)
 
     init(store: Store, kind: Kind, snapshot: Snapshot?) {
-        self.store = store
+        storeReference = Unmanaged.passUnretained(store)
+        engine = store.engine
+        objects = store.objects
+        meta = store.meta
+        edges = store.edges
+        indexSpace = store.indexSpace
+        counters = store.counters
         self.kind = kind
         self.snapshot = snapshot
         overlay = kind == .write ? WriteOverlay() : nil
+    }
+
+    /// A store's latest transaction (``Store/latest``), made before the store can refer to
+    /// itself; ``bindLatest(to:)`` completes it.
+    init(latestOf engine: Engine, objects: KeySpace, meta: KeySpace, edges: KeySpace?, indexSpace: KeySpace?, counters: StoreCounters) {
+        self.engine = engine
+        self.objects = objects
+        self.meta = meta
+        self.edges = edges
+        self.indexSpace = indexSpace
+        self.counters = counters
+        kind = .latest
+        snapshot = nil
+        overlay = nil
+    }
+
+    /// Completes the latest transaction of `store` (see ``init(latestOf:objects:meta:edges:indexSpace:counters:)``).
+    func bindLatest(to store: Store) {
+        assert(kind == .latest && storeReference == nil)
+        storeReference = Unmanaged.passUnretained(store)
     }
 
     /// Marks the body as returned (see ``isRunningOnCurrentThread``).
@@ -176,23 +215,23 @@ final class Transaction {
     func commit(durability: Durability) throws -> ChangeSet {
         guard let overlay, !overlay.isEmpty || !advancedCounters.isEmpty else { return ChangeSet() }
         var batch = WriteBatch()
-        overlay.encode(into: &batch, objects: store.objects, edges: store.edges, indexes: store.indexSpace)
+        overlay.encode(into: &batch, objects: objects, edges: edges, indexes: indexSpace)
         // Writers are serialised, so the latest count plus this transaction's delta is exact.
         for (entityId, delta) in overlay.countDeltas.entries where delta != 0 {
             let now = Int64(try store.latest.storedCount(entityId: entityId)) + delta
             guard now >= 0 else { throw StrataError.corruptCatalog(reason: "object count of entity \(entityId) would be \(now)") }
-            batch.put(MetaKey.count.key(entity: entityId), withUnsafeBytes(of: UInt64(now).littleEndian) { Array($0) }, in: store.meta)
+            batch.put(MetaKey.count.key(entity: entityId), withUnsafeBytes(of: UInt64(now).littleEndian) { Array($0) }, in: meta)
         }
         for (entityId, (binding, _)) in advancedCounters {
             withUnsafeBytes(of: binding.lastId.littleEndian) { v in
-                MetaKey.lastId.key(entity: entityId).withUnsafeBytes { batch.put($0, v, in: store.meta) }
+                MetaKey.lastId.key(entity: entityId).withUnsafeBytes { batch.put($0, v, in: meta) }
             }
         }
         let changes = overlay.changeSet()
-        try store.engine.write(batch, durability: durability)
-        store.counters.objectsWritten.add(UInt64(changes.entities.values.reduce(0) { $0 + $1.inserted.count + $1.updated.count }),
+        try engine.write(batch, durability: durability)
+        counters.objectsWritten.add(UInt64(changes.entities.values.reduce(0) { $0 + $1.inserted.count + $1.updated.count }),
                                           ordering: .relaxed)
-        store.counters.edgesWritten.add(UInt64(overlay.edges.liveCount), ordering: .relaxed)
+        counters.edgesWritten.add(UInt64(overlay.edges.liveCount), ordering: .relaxed)
         return changes
     }
 }

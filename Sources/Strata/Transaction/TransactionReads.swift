@@ -12,7 +12,7 @@ extension Transaction {
     /// The committed object count of an entity, as the transaction sees it.
     func storedCount(entityId: UInt32) throws(StrataError) -> UInt64 {
         do {
-            guard let raw = try store.engine.get(MetaKey.count.key(entity: entityId), in: store.meta, snapshot: snapshot) else { return 0 }
+            guard let raw = try engine.get(MetaKey.count.key(entity: entityId), in: meta, snapshot: snapshot) else { return 0 }
             guard raw.count == 8 else { throw StrataError.corruptCatalog(reason: "object count of entity \(entityId)") }
             let n = raw.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
             // Callers add a transaction's delta as Int64: a crafted count near 2^64 must be an
@@ -41,7 +41,7 @@ extension Transaction {
             case .absent: break
             }
         }
-        return try key.withBytes { k in try store.engine.visitValue(forKey: k, in: store.objects, snapshot: snapshot, body) }
+        return try key.withBytes { k in try engine.visitValue(forKey: k, in: objects, snapshot: snapshot, body) }
     }
 
     /// A copy of the object's stored bytes as the transaction sees them.
@@ -66,7 +66,7 @@ extension Transaction {
         }
         let found: Bool
         do {
-            found = try key.withBytes { k in try store.engine.withValue(forKey: k, in: store.objects, snapshot: snapshot) { _ in true } } ?? false
+            found = try key.withBytes { k in try engine.withValue(forKey: k, in: objects, snapshot: snapshot) { _ in true } } ?? false
         } catch {
             throw StrataError(error)
         }
@@ -78,7 +78,7 @@ extension Transaction {
     /// false. `body` must not write.
     func forEachObject(entityId: UInt32, _ body: (Id, UnsafeRawBufferPointer) throws -> Bool) throws {
         let prefix = ObjectKey.prefix(entityId: entityId)
-        let it = try store.engine.makeIterator(in: store.objects, prefix: prefix, snapshot: snapshot)
+        let it = try engine.makeIterator(in: objects, prefix: prefix, snapshot: snapshot)
         try Self.merge(overlay?.objects, over: it, lower: prefix, upper: Engine.prefixSuccessor(prefix)) { k, v in
             try body(ObjectKey.id(fromKey: k), v)
         }
@@ -97,15 +97,15 @@ extension Transaction {
             case .absent: if engineHoldsNone { return nil }
             }
         }
-        guard let edges = store.edges else { return nil }
-        store.counters.edgesRead.add(1, ordering: .relaxed)
-        do { return try store.engine.get(bytes, in: edges, snapshot: snapshot) } catch { throw StrataError(error) }
+        guard let edges else { return nil }
+        counters.edgesRead.add(1, ordering: .relaxed)
+        do { return try engine.get(bytes, in: edges, snapshot: snapshot) } catch { throw StrataError(error) }
     }
 
     /// The `b` ids of every edge sharing `prefix`'s kind, relation and `a`, in increasing order:
     /// one prefix scan, O(log n + k).
     func edgeSources(sharingPrefixWith prefix: EdgeKey) throws(StrataError) -> [Id] {
-        guard let edges = store.edges else { return [] }
+        guard let edges else { return [] }
         var ids: [Id] = []
         let lower = prefix.prefixBytes
         let suffixBytes = EdgeKey.byteCount - EdgeKey.prefixByteCount
@@ -117,9 +117,9 @@ extension Transaction {
                 // With no write of its own to merge, the keys come from the engine's prefix
                 // read, which resolves versions once instead of merging at every step.
                 ids.reserveCapacity(128)
-                try store.engine.forEachKey(in: edges, prefix: lower, suffixBytes: suffixBytes, snapshot: snapshot, collect)
+                try engine.forEachKey(in: edges, prefix: lower, suffixBytes: suffixBytes, snapshot: snapshot, collect)
             } else {
-                let it = try store.engine.makeIterator(in: edges, prefix: lower, suffixBytes: suffixBytes, snapshot: snapshot)
+                let it = try engine.makeIterator(in: edges, prefix: lower, suffixBytes: suffixBytes, snapshot: snapshot)
                 try Self.merge(overlay?.edges, over: it, lower: lower, upper: Engine.prefixSuccessor(lower)) { k, _ in
                     collect(k)
                     return true
@@ -128,7 +128,7 @@ extension Transaction {
         } catch {
             throw StrataError(error)
         }
-        store.counters.edgesRead.add(UInt64(ids.count), ordering: .relaxed)
+        counters.edgesRead.add(UInt64(ids.count), ordering: .relaxed)
         return ids
     }
 
@@ -138,13 +138,13 @@ extension Transaction {
     /// and the encoded value. In an index `keyedByValue`, one point read of that key; otherwise a
     /// scan of the keys it begins, skipping the segments whose filter rules the value out.
     func indexedIds(ofValue entry: [UInt8], keyedByValue: Bool) throws(StrataError) -> [Id] {
-        guard let indexSpace = store.indexSpace else { return [] }
+        guard let indexSpace else { return [] }
         if keyedByValue {
             do { return try entry.withUnsafeBytes { try indexHolder(ofKey: $0) }.map { [$0] } ?? [] } catch { throw StrataError(error) }
         }
         var ids: [Id] = []
         do {
-            let it = try store.engine.makeIterator(in: indexSpace, prefix: entry, suffixBytes: IndexKey.idBytes, snapshot: snapshot)
+            let it = try engine.makeIterator(in: indexSpace, prefix: entry, suffixBytes: IndexKey.idBytes, snapshot: snapshot)
             try Self.merge(overlay?.indexes, over: it, lower: entry, upper: Engine.prefixSuccessor(entry)) { k, v in
                 ids.append(try IndexKey.id(key: k, value: v, keyedByValue: false))
                 return true
@@ -152,14 +152,14 @@ extension Transaction {
         } catch {
             throw StrataError(error)
         }
-        store.counters.indexEntriesRead.add(UInt64(ids.count), ordering: .relaxed)
+        counters.indexEntriesRead.add(UInt64(ids.count), ordering: .relaxed)
         return ids
     }
 
     /// The object id of the entry at `key` of a unique index keyed by value, as the transaction sees it:
     /// one point read, no allocation.
     func indexHolder(ofKey key: UnsafeRawBufferPointer) throws(StrataError) -> Id? {
-        guard let indexSpace = store.indexSpace else { return nil }
+        guard let indexSpace else { return nil }
         if let overlay = overlay {
             switch overlay.indexes.lookup(key) {
             case .removed: return nil
@@ -169,19 +169,19 @@ extension Transaction {
         }
         var id: Id?
         do {
-            _ = try store.engine.visitValue(forKey: key, in: indexSpace, snapshot: snapshot) { v in
+            _ = try engine.visitValue(forKey: key, in: indexSpace, snapshot: snapshot) { v in
                 id = try IndexKey.id(key: key, value: v, keyedByValue: true)
             }
         } catch {
             throw StrataError(error)
         }
-        if id != nil { store.counters.indexEntriesRead.add(1, ordering: .relaxed) }
+        if id != nil { counters.indexEntriesRead.add(1, ordering: .relaxed) }
         return id
     }
 
     /// The value of the index entry at `key` as the transaction sees it, or nil when there is none.
     func indexEntry(ofKey key: [UInt8]) throws(StrataError) -> [UInt8]? {
-        guard let indexSpace = store.indexSpace else { return nil }
+        guard let indexSpace else { return nil }
         if let overlay = overlay {
             switch key.withUnsafeBytes({ overlay.indexes.lookup($0) }) {
             case .removed: return nil
@@ -189,17 +189,17 @@ extension Transaction {
             case .absent: break
             }
         }
-        do { return try store.engine.get(key, in: indexSpace, snapshot: snapshot) } catch { throw StrataError(error) }
+        do { return try engine.get(key, in: indexSpace, snapshot: snapshot) } catch { throw StrataError(error) }
     }
 
     /// The object ids of the index entries with keys in `lower..<upper` as the transaction sees them, in
     /// key order.
     func indexedIds(from lower: [UInt8], to upper: [UInt8]?, keyedByValue: Bool) throws(StrataError) -> [Id] {
-        guard let indexSpace = store.indexSpace else { return [] }
+        guard let indexSpace else { return [] }
         if let upper, !lower.lexicographicallyPrecedes(upper) { return [] }
         var ids: [Id] = []
         do {
-            let it = try store.engine.makeIterator(in: indexSpace, lowerBound: lower, upperBound: upper, snapshot: snapshot)
+            let it = try engine.makeIterator(in: indexSpace, lowerBound: lower, upperBound: upper, snapshot: snapshot)
             try Self.merge(overlay?.indexes, over: it, lower: lower, upper: upper) { k, v in
                 ids.append(try IndexKey.id(key: k, value: v, keyedByValue: keyedByValue))
                 return true
@@ -207,7 +207,7 @@ extension Transaction {
         } catch {
             throw StrataError(error)
         }
-        store.counters.indexEntriesRead.add(UInt64(ids.count), ordering: .relaxed)
+        counters.indexEntriesRead.add(UInt64(ids.count), ordering: .relaxed)
         return ids
     }
 
@@ -230,12 +230,12 @@ extension Transaction {
     func makeIterator(_ space: WriteOverlay.Space) throws -> TransactionIterator? {
         let keySpace: KeySpace?
         switch space {
-        case .objects: keySpace = store.objects
-        case .edges: keySpace = store.edges
-        case .indexes: keySpace = store.indexSpace
+        case .objects: keySpace = objects
+        case .edges: keySpace = edges
+        case .indexes: keySpace = indexSpace
         }
         guard let keySpace else { return nil }
-        let it = try store.engine.makeIterator(in: keySpace, snapshot: snapshot)
+        let it = try engine.makeIterator(in: keySpace, snapshot: snapshot)
         return TransactionIterator(space: overlay?.space(space), over: it, lower: nil, upper: nil)
     }
 }
