@@ -81,8 +81,8 @@ public final class Store: @unchecked Sendable {
                 let indexSpace = engine.existingKeySpace(named: ObjectFormat.indexesKeySpace)
                 let counters = StoreCounters()
                 (self.objects, self.meta, self.edges, self.indexSpace, self.counters) = (objects, meta, edges, indexSpace, counters)
-                latest = Transaction(latestOf: engine, objects: objects, meta: meta, edges: edges, indexSpace: indexSpace,
-                                     counters: counters)
+                latest = Transaction(kind: .latest, snapshot: nil, engine: engine, objects: objects, meta: meta, edges: edges,
+                                     indexSpace: indexSpace, counters: counters)
                 let (loaded, counted, version) = try FormatUpgrade.openCatalog(engine: engine, meta: meta, objects: objects,
                                                              readOnly: options.readOnly, durability: options.durability)
                 catalog = LockedValue(loaded)

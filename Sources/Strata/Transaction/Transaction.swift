@@ -105,34 +105,23 @@ final class Transaction {
     /// escaped may check it from another thread.
     private let ended = Atomic<Bool>(false)
 
-    init(store: Store, kind: Kind, snapshot: Snapshot?) {
+    convenience init(store: Store, kind: Kind, snapshot: Snapshot?) {
+        self.init(kind: kind, snapshot: snapshot, engine: store.engine, objects: store.objects, meta: store.meta,
+                  edges: store.edges, indexSpace: store.indexSpace, counters: store.counters)
         storeReference = Unmanaged.passUnretained(store)
-        engine = store.engine
-        objects = store.objects
-        meta = store.meta
-        edges = store.edges
-        indexSpace = store.indexSpace
-        counters = store.counters
+    }
+
+    /// A transaction not yet bound to its store: the store's latest one is made this way
+    /// before the store can refer to itself, and ``bindLatest(to:)`` completes it.
+    init(kind: Kind, snapshot: Snapshot?, engine: Engine, objects: KeySpace, meta: KeySpace, edges: KeySpace?,
+         indexSpace: KeySpace?, counters: StoreCounters) {
+        (self.engine, self.objects, self.meta, self.edges, self.indexSpace, self.counters) = (engine, objects, meta, edges, indexSpace, counters)
         self.kind = kind
         self.snapshot = snapshot
         overlay = kind == .write ? WriteOverlay() : nil
     }
 
-    /// A store's latest transaction (``Store/latest``), made before the store can refer to
-    /// itself; ``bindLatest(to:)`` completes it.
-    init(latestOf engine: Engine, objects: KeySpace, meta: KeySpace, edges: KeySpace?, indexSpace: KeySpace?, counters: StoreCounters) {
-        self.engine = engine
-        self.objects = objects
-        self.meta = meta
-        self.edges = edges
-        self.indexSpace = indexSpace
-        self.counters = counters
-        kind = .latest
-        snapshot = nil
-        overlay = nil
-    }
-
-    /// Completes the latest transaction of `store` (see ``init(latestOf:objects:meta:edges:indexSpace:counters:)``).
+    /// Completes the latest transaction of `store`, made unbound.
     func bindLatest(to store: Store) {
         assert(kind == .latest && storeReference == nil)
         storeReference = Unmanaged.passUnretained(store)
