@@ -29,15 +29,25 @@ public final class Query<T: Entity> {
     /// What stays the same from run to run: the index plan (until a parameter changes) and
     /// the matcher.
     let reuse = QueryRun.Reuse()
+    /// The box's store and binding, kept apart from `box`: the query's unspecialised code
+    /// (a unique lookup) reads them without asking the runtime for `Box<T>`'s metadata.
+    @usableFromInline let store: Store
+    private let resolvedBinding: Result<EntityBinding, StrataError>
 
     init(box: Box<T>, condition: ConditionNode, orderings: [QueryOrdering], readEntities: Set<String>) {
         self.box = box
+        store = box.store
+        resolvedBinding = box.resolved
         self.readEntities = readEntities
         self.condition = condition
         self.orderings = orderings
     }
 
-    var store: Store { box.store }
+    /// The binding of `T`, as ``Box/binding()`` gives it (the store must be open).
+    func binding() throws(StrataError) -> EntityBinding {
+        try store.checkOpen()
+        return try resolvedBinding.get()
+    }
 
     /// The matching objects, in the query's order (by id when it has none).
     public func find() throws(StrataError) -> [T] { try find(offset: 0, limit: nil) }
@@ -91,7 +101,7 @@ public final class Query<T: Entity> {
         // Inlinable, so that callers specialise it: a lookup on a unique value is two point
         // reads, and unspecialised code would add a runtime metadata lookup for `T?` or `[T]`.
         var found: T?
-        let store = box.store
+        let store = self.store
         if try visitUniqueMatch({ b, id, bytes in found = try b.decode(T.self, id: id, from: bytes, store: store) }) {
             return found
         }
@@ -163,9 +173,9 @@ public final class Query<T: Entity> {
     /// Throws ``StrataError/invalidQuery(reason:)`` when the query has no such condition.
     public func setParameter<V: PersistableValue>(_ property: Property<T, V>, to value: V) throws(StrataError) {
         // Metatype tests, not `as?` casts, which cost as much as the rest of the call.
-        let text: String? = V.self == String.self ? unsafeBitCast(value, to: String.self)
-            : V.self == String?.self ? unsafeBitCast(value, to: String?.self) : nil
-        try replace(property, .one(.of(value), text))
+        if V.self == String.self { return try replace(property, .text(unsafeBitCast(value, to: String.self))) }
+        if V.self == String?.self, let s = unsafeBitCast(value, to: String?.self) { return try replace(property, .text(s)) }
+        try replace(property, .one(.of(value)))
     }
 
     /// Replaces the bounds of a `between` condition on `property`.

@@ -162,7 +162,10 @@ indirect enum ConditionNode: Sendable {
 
     /// New values for the conditions on one property (query parameters).
     enum Replacement {
-        case one(QueryValue, String?)
+        case one(QueryValue)
+        /// A string: the value of a `.string` condition as it is, of a `.compare` one as bytes
+        /// (built only then: a string lookup's new parameter allocates nothing).
+        case text(String)
         case two(QueryValue, QueryValue)
         case many(Set<QueryValue>)
     }
@@ -170,10 +173,13 @@ indirect enum ConditionNode: Sendable {
     /// This tree with the values of the conditions on `target` replaced; `count` says how many were.
     func replacing(field target: Int, with r: Replacement, count: inout Int) -> ConditionNode {
         switch (self, r) {
-        case let (.compare(f, op, _), .one(v, _)) where f == target:
+        case let (.compare(f, op, _), .one(v)) where f == target:
             count += 1
             return .compare(field: f, op, v)
-        case let (.string(f, op, _, cs), .one(_, s?)) where f == target:
+        case let (.compare(f, op, _), .text(s)) where f == target:
+            count += 1
+            return .compare(field: f, op, .bytes(Array(s.utf8)))
+        case let (.string(f, op, _, cs), .text(s)) where f == target:
             count += 1
             return .string(field: f, op, s, caseSensitive: cs)
         case let (.between(f, _, _), .two(a, b)) where f == target:

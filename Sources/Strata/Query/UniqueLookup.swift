@@ -21,9 +21,9 @@ extension Query {
     @usableFromInline
     func visitUniqueMatch(_ found: (EntityBinding, Id, UnsafeRawBufferPointer) throws -> Void) throws(StrataError) -> Bool {
         guard orderings.isEmpty else { return false }
-        let store = box.store
+        let store = self.store
         guard TransactionContext.current(for: store) == nil else { return false }
-        let b = try box.binding()
+        let b = try binding()
         guard let ix = b.indexes else { return false }
         // The entry's key: the index header and the value (an index keyed by value holds no id),
         // built in the query's buffer. The same values IndexPlan reads through the index (a nil

@@ -16,7 +16,7 @@ import StrataStorage
 public struct Box<T: Entity>: Sendable {
     /// The store this box writes to.
     public let store: Store
-    private let resolved: Result<EntityBinding, StrataError>
+    let resolved: Result<EntityBinding, StrataError>
     /// The transaction of a box from ``StoreTransaction/box(for:)``: every call runs in it,
     /// without looking up the thread's transactions; nil for a box from ``Store/box(for:)``.
     let pinned: PinnedTransaction?
