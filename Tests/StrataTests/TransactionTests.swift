@@ -31,6 +31,28 @@ import Testing
         #expect(try customers.put(fresh) == 3)
     }
 
+    /// A store holds the transaction that reads outside any transaction, and every transaction
+    /// refers to its store: a store its app lets go of without `close()` must still be freed
+    /// (no cycle), releasing its directory's lock for the next open.
+    @Test func aStoreLetGoWithoutCloseIsFreedAndItsDirectoryOpensAgain() throws {
+        let dir = TemporaryDirectory()
+        weak var released: Store?
+        do {
+            let store = try Store(directoryPath: dir.path, options: .testing())
+            released = store
+            let notes = store.box(for: Note.self)
+            try notes.put([Note(text: "a"), Note(text: "b")])
+            _ = try notes.get(1)                                      // the latest transaction
+            _ = try store.runInReadOnlyTransaction { try notes.count() }
+            _ = try notes.query { Note.text == "b" }.build().findFirst()
+            try store.runInTransaction { try notes.put(Note(text: "c")) }
+        }
+        #expect(released == nil)
+        let again = try Store(directoryPath: dir.path, options: .testing())
+        #expect(try again.box(for: Note.self).count() == 3)
+        again.close()
+    }
+
     @Test func readsInsideAWriteTransactionSeeItsOwnWrites() throws {
         let dir = TemporaryDirectory()
         let store = try Store(directoryPath: dir.path, options: .testing())
