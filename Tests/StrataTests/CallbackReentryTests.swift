@@ -2,7 +2,6 @@ import Foundation
 import Strata
 import StrataStorage
 import StrataTestSupport
-import Synchronization
 import Testing
 
 /// A store call from `indexProgress` (which runs while the store builds an index, holding its
@@ -21,7 +20,7 @@ import Testing
             store.close()
         }
         let ref = Ref()
-        let outcomes = Mutex<Set<String>>([])
+        let outcomes = Locked<Set<String>>([])
         var options = StoreOptions.testing()
         options.indexProgress = { _ in
             guard let s = ref.store else { return }

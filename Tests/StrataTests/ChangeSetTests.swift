@@ -1,7 +1,6 @@
 import Foundation
 import Strata
 import StrataTestSupport
-import Synchronization
 import Testing
 
 /// What one commit hands to observers (`StoreChanges`, through a public subscription): puts,
@@ -11,7 +10,7 @@ import Testing
 @Suite struct ChangeSetTests {
     /// Collects what a subscription delivers, one commit at a time.
     final class Collected: Sendable {
-        private let pending = Mutex<[StoreChanges]>([])
+        private let pending = Locked<[StoreChanges]>([])
         func add(_ c: StoreChanges) { pending.withLock { $0.append(c) } }
 
         /// The next delivered commit (waiting up to 10 s), which must be exactly one commit.

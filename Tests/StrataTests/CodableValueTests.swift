@@ -1,7 +1,6 @@
 import Foundation
 @testable import Strata
 import StrataTestSupport
-import Synchronization
 import Testing
 
 struct Geo: Codable, Equatable {
@@ -213,10 +212,10 @@ final class ProfileWrongShape {
         let box = store.box(for: Profile.self)
         let p = Self.sample(1)
         try box.put(p)
-        let updated = Mutex<Set<Id>>([])
+        let updated = Locked<Set<Id>>([])
         let token = try store.subscribe(to: Profile.self) { changes in updated.withLock { $0.formUnion(changes[Profile.self].updated) } }
         let query = try box.query { Profile.tags.contains("swift") }.build()
-        let seen = Mutex<[[Id]]>([])
+        let seen = Locked<[[Id]]>([])
         let queryToken = try query.subscribe { result in
             if case let .success(list) = result { seen.withLock { $0.append(list.map(\.id)) } }
         }

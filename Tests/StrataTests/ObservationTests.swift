@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 @testable import Strata
-import Synchronization
+import StrataTestSupport
 import Testing
 
 /// Change observation through the public API: what each commit reports, what is never
@@ -204,7 +204,7 @@ import Testing
         defer { store.close() }
         let notes = store.box(for: Note.self)
         let release = DispatchSemaphore(value: 0), firstCall = DispatchSemaphore(value: 0)
-        let calls = Mutex(0), commitsSeen = Mutex(0)
+        let calls = Locked(0), commitsSeen = Locked(0)
         let token = try store.subscribe(to: Note.self) { changes in
             let n = calls.withLock { $0 += 1; return $0 }
             commitsSeen.withLock { $0 += changes.commits }
@@ -292,7 +292,7 @@ import Testing
         defer { store.close() }
         let customers = store.box(for: Customer.self)
         try customers.put(Customer(name: "Ada"))
-        let seen = Mutex<[Int]>([])
+        let seen = Locked<[Int]>([])
         let token = try customers.query { Customer.name.startsWith("A") }.build().subscribe { result in
             if case let .success(list) = result { seen.withLock { $0.append(list.count) } }
         }
@@ -345,7 +345,7 @@ import Testing
         let store = try open(dir)
         defer { store.close() }
         let notes = store.box(for: Note.self)
-        let calls = Mutex<[(ContinuousClock.Instant, Int)]>([])
+        let calls = Locked<[(ContinuousClock.Instant, Int)]>([])
         let token = try notes.query { Note.text.startsWith("n") }.build()
             .subscribe(minimumInterval: .milliseconds(400)) { result in
                 if case let .success(list) = result { calls.withLock { $0.append((.now, list.count)) } }
