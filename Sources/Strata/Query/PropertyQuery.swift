@@ -125,7 +125,7 @@ public struct PropertyQuery<T: Entity, V> {
                 let ids = try query.ids(in: t, offset: 0, limit: nil)
                 var values: [Id: (V, QueryValue)?] = [:]
                 do {
-                    try query.box.forEachStored(ids.sorted(), binding: b, in: t) { id, raw in
+                    try t.forEachObject(ids.sorted(), binding: b) { id, raw in
                         values[id] = try reader.value(in: raw, id: id, entity: b.name, keyed: keyed)
                         return true
                     }

@@ -62,8 +62,6 @@ enum QueryRun {
                 reuse?.matcher = m
             }
             defer { m.transaction = store.latest }   // no transaction outlives its run through the cache
-            // Built from the binding at hand: `store.box(for:)` would look it up again under the catalog lock.
-            let box = Box<R>(store: store, binding: .success(b))
             /// False when `bytes` ends the scan.
             func visit(_ id: Id, _ raw: UnsafeRawBufferPointer) throws(StrataError) -> Bool {
                 try m.load(raw, id: id)
@@ -72,9 +70,9 @@ enum QueryRun {
                 return try bytes?(id, raw) ?? true
             }
             if let sortedCandidates {
-                try box.forEachStored(sortedCandidates, binding: b, in: t) { id, raw in try visit(id, raw) }
+                try t.forEachObject(sortedCandidates, binding: b) { id, raw in try visit(id, raw) }
             } else {
-                try box.forEach(binding: b, in: t) { id, raw in try visit(id, raw) }
+                try t.forEachObject(entityId: b.entityId) { id, raw in try visit(id, raw) }
             }
         } catch let e as StrataError {
             throw e

@@ -161,7 +161,7 @@ public struct Box<T: Entity>: Sendable {
         guard id != 0 else { throw .invalidId(entity: b.name) }
         let graph = removalTouchesGraph(b)
         return try write { t in
-            guard try exists(id, binding: b, in: t) else { return false }
+            guard try t.objectExists(ObjectKey(entityId: b.entityId, id: id)) else { return false }
             try removeStored(id, binding: b, graph: graph, in: t)
             return true
         }
@@ -181,7 +181,7 @@ public struct Box<T: Entity>: Sendable {
         let graph = removalTouchesGraph(b)
         return try write { t in
             var n = 0
-            for id in ids where try exists(id, binding: b, in: t) {
+            for id in ids where try t.objectExists(ObjectKey(entityId: b.entityId, id: id)) {
                 try removeStored(id, binding: b, graph: graph, in: t)
                 n += 1
             }
@@ -197,7 +197,7 @@ public struct Box<T: Entity>: Sendable {
         let graph = removalTouchesGraph(b)
         return try write { t in
             var ids: [Id] = []
-            try forEach(binding: b, in: t) { id, _ in ids.append(id); return true }
+            try t.forEachObject(entityId: b.entityId) { id, _ in ids.append(id); return true }
             for id in ids { try removeStored(id, binding: b, graph: graph, in: t) }
             return ids.count
         }
@@ -223,9 +223,9 @@ public struct Box<T: Entity>: Sendable {
         guard id != 0 else { throw .invalidId(entity: b.name) }
         do {
             if let pinned {
-                _ = try withStoredBytes(id, binding: b, in: try pinned.running()) { v in try body(b, v) }
+                _ = try pinned.running().withObject(ObjectKey(entityId: b.entityId, id: id)) { v in try body(b, v) }
             } else if let t = TransactionContext.current(for: store) {
-                _ = try withStoredBytes(id, binding: b, in: t) { v in try body(b, v) }
+                _ = try t.withObject(ObjectKey(entityId: b.entityId, id: id)) { v in try body(b, v) }
             } else {
                 try visitLatest(id, binding: b, body)
             }
@@ -258,7 +258,7 @@ public struct Box<T: Entity>: Sendable {
             // the runtime for `Array<T>`'s metadata, while a typed pointer needs only `T`'s.
             try [T](unsafeUninitializedCapacity: ids.count) { buffer, count in
                 let base = buffer.baseAddress
-                try forEachStored(ids, binding: b, in: t) { id, v in
+                try t.forEachObject(ids, binding: b) { id, v in
                     (base! + count).initialize(to: try b.decode(T.self, id: id, from: v, store: store))
                     count += 1
                     return true
@@ -278,7 +278,7 @@ public struct Box<T: Entity>: Sendable {
         if ids.contains(0) { throw .invalidId(entity: b.name) }
         return try read(consistent: true) { t in
             var out = [Id: T](minimumCapacity: ids.count)
-            try forEachStored(ids, binding: b, in: t) { id, v in
+            try t.forEachObject(ids, binding: b) { id, v in
                 out[id] = try b.decode(T.self, id: id, from: v, store: store)
                 return true
             }
@@ -300,7 +300,7 @@ public struct Box<T: Entity>: Sendable {
     public func forEach(_ body: (T) throws -> Bool) throws(StrataError) {
         let b = try binding()
         try read(consistent: true) { t in
-            try forEach(binding: b, in: t) { id, bytes in try body(b.decode(T.self, id: id, from: bytes, store: store)) }
+            try t.forEachObject(entityId: b.entityId) { id, bytes in try body(b.decode(T.self, id: id, from: bytes, store: store)) }
         }
     }
 
@@ -309,7 +309,7 @@ public struct Box<T: Entity>: Sendable {
         let b = try binding()
         return try read(consistent: false) { t in
             var out: [T] = []
-            try forEach(binding: b, in: t) { id, bytes in
+            try t.forEachObject(entityId: b.entityId) { id, bytes in
                 out.append(try b.decode(T.self, id: id, from: bytes, store: store))
                 return true
             }
@@ -324,7 +324,7 @@ public struct Box<T: Entity>: Sendable {
         return try read(consistent: false) { t in
             guard store.countsMaintained else {
                 var n = 0
-                try forEach(binding: b, in: t) { _, _ in n += 1; return true }
+                try t.forEachObject(entityId: b.entityId) { _, _ in n += 1; return true }
                 return n
             }
             let n = Int64(try t.storedCount(entityId: b.entityId)) + (t.overlay?.countDeltas[b.entityId] ?? 0)
@@ -339,7 +339,7 @@ public struct Box<T: Entity>: Sendable {
         let b = try binding()
         return try read(consistent: false) { t in
             var empty = true
-            try forEach(binding: b, in: t) { _, _ in empty = false; return false }
+            try t.forEachObject(entityId: b.entityId) { _, _ in empty = false; return false }
             return empty
         }
     }
@@ -348,32 +348,6 @@ public struct Box<T: Entity>: Sendable {
     public func contains(_ id: Id) throws(StrataError) -> Bool {
         let b = try binding()
         guard id != 0 else { throw .invalidId(entity: b.name) }
-        return try read(consistent: false) { t in try exists(id, binding: b, in: t) }
-    }
-
-    // MARK: access paths
-
-    /// Calls `body` with the stored bytes of each of `ids` that is stored, in the order of `ids`,
-    /// as `t` sees them, until `body` returns false (``Transaction/forEachObject(_:binding:_:)``).
-    func forEachStored(_ ids: [Id], binding b: EntityBinding, in t: Transaction,
-                       _ body: (Id, UnsafeRawBufferPointer) throws -> Bool) throws {
-        try t.forEachObject(ids, binding: b, body)
-    }
-
-    /// Calls `body` with the stored bytes of the object with `id` as `t` sees them; false when
-    /// it is not stored.
-    func withStoredBytes(_ id: Id, binding b: EntityBinding, in t: Transaction,
-                         _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
-        try t.withObject(ObjectKey(entityId: b.entityId, id: id), body)
-    }
-
-    private func exists(_ id: Id, binding b: EntityBinding, in t: Transaction) throws(StrataError) -> Bool {
-        try t.objectExists(ObjectKey(entityId: b.entityId, id: id))
-    }
-
-    /// Visits this entity's objects by increasing id as `t` sees them, until `body` returns
-    /// false. `body` must not write.
-    func forEach(binding b: EntityBinding, in t: Transaction, _ body: (Id, UnsafeRawBufferPointer) throws -> Bool) throws {
-        try t.forEachObject(entityId: b.entityId, body)
+        return try read(consistent: false) { t in try t.objectExists(ObjectKey(entityId: b.entityId, id: id)) }
     }
 }
