@@ -47,4 +47,18 @@ static inline void strata_prefetch(const void *address) {
 // Returns 0 when every byte was copied.
 int strata_guarded_copy(void *destination, const void *source, size_t length);
 
+// Happens-before edges that ThreadSanitizer cannot see by itself. A memtable's arena chunks go
+// back to a pool when the memtable is freed, and the thread that frees it is whichever dropped
+// the last reference. Swift's reference counting runs in a runtime built without TSan's
+// instrumentation, so the edge from a reader's last access, through its release of the
+// memtable, to the freeing thread is invisible, and a writer reusing the chunk looks like a
+// race. A reader calls `strata_tsan_release` on the memtable before it lets go; the memtable's
+// deinit calls `strata_tsan_acquire`. The functions live in tsan_annotations.c, which SwiftPM
+// compiles with `-fsanitize=thread` when the build is sanitized (a header's inline function is
+// compiled by Swift's importer, which is not told); `strata_tsan_active` is 1 in such a build,
+// so that callers test one constant instead of making a call on every read.
+extern const int strata_tsan_active;
+void strata_tsan_acquire(const void *address);
+void strata_tsan_release(const void *address);
+
 #endif

@@ -1,3 +1,4 @@
+import CStrataSupport
 import Dispatch
 import Synchronization
 
@@ -23,6 +24,20 @@ final class ReadView: Sendable {
 
     @inline(__always)
     func immutable(_ keySpaceId: UInt32) -> Memtable? { immutableById[keySpaceId] }
+
+    /// A reader is done with what it read through this view (see ``SanitizerEdges``): the
+    /// edge ThreadSanitizer needs from its reads to the thread that frees the view's memtables.
+    /// Nothing without ThreadSanitizer.
+    @inline(__always)
+    func readerDone() { SanitizerEdges.release(self) }
+
+    deinit {
+        // Hands the readers' edges on to the memtables, whose deinit acquires them.
+        guard strata_tsan_active != 0 else { return }
+        SanitizerEdges.acquire(self)
+        for m in memtables.values { SanitizerEdges.release(m) }
+        for m in (immutables ?? [:]).values { SanitizerEdges.release(m) }
+    }
 }
 
 /// Strata's storage engine: an embedded, log-structured key-value store with named key spaces,

@@ -31,6 +31,7 @@ extension Engine {
             throw StorageError.keyTooLarge(size: longest, limit: StorageLimits.maxKeyBytes)
         }
         let (view, sequence) = readState(snapshot)
+        defer { view.readerDone() }
         guard let mem = view.memtable(keySpace.id) else { throw StorageError.unknownKeySpace(keySpace.name) }
         let imm = view.immutable(keySpace.id)
         let group = min(Self.batchReadGroup, keys.count)

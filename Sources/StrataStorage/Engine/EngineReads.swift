@@ -17,6 +17,7 @@ extension Engine {
         // the runtime for `Optional<R>` and `Result<R, Error>` metadata on every read.
         let found = try locate(key, in: keySpace, snapshot: snapshot)
         guard let owner = found.owner else { return nil }
+        defer { SanitizerEdges.release(owner) }
         return try withExtendedLifetime(owner) { try body(found.bytes) }
     }
 
@@ -27,6 +28,8 @@ extension Engine {
                            _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
         let found = try locate(key, in: keySpace, snapshot: snapshot)
         guard let owner = found.owner else { return false }
+        // A value in a memtable was read through the view that owns it: see `ReadView.readerDone`.
+        defer { SanitizerEdges.release(owner) }
         try withExtendedLifetime(owner) { try body(found.bytes) }
         return true
     }
@@ -45,6 +48,7 @@ extension Engine {
             throw StorageError.keyTooLarge(size: key.count, limit: StorageLimits.maxKeyBytes)
         }
         let (view, sequence) = readState(snapshot)
+        defer { view.readerDone() }
         guard let mem = view.memtable(keySpace.id) else { throw StorageError.unknownKeySpace(keySpace.name) }
         let hash = BloomFilter.hash(key)
         if let r = mem.get(key, hash: hash, sequence: sequence) {

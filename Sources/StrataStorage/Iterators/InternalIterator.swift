@@ -23,6 +23,12 @@ final class MemtableIterator: InternalIterator {
 
     init(_ table: Memtable) { self.table = table }
 
+    deinit {
+        // See ``SanitizerEdges``: this iterator's reads of the arena come before the
+        // memtable's deinit, whichever thread runs it.
+        SanitizerEdges.release(table)
+    }
+
     var isValid: Bool { node != nil }
     var error: StorageError? { nil }
     var key: UnsafeRawBufferPointer { Memtable.internalKey(node!) }

@@ -59,6 +59,9 @@ final class Memtable: @unchecked Sendable {
     }
 
     deinit {
+        // The readers' edges (`ReadView.readerDone`, `MemtableIterator`'s deinit) meet here,
+        // before the arena's chunks go back to the pool for another memtable.
+        SanitizerEdges.acquire(self)
         bloomWords.deallocate()
         hints.deallocate()
     }
