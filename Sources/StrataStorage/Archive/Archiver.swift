@@ -36,6 +36,8 @@ final class Archiver: @unchecked Sendable {
     private var openingState: (version: Version, state: ArchivedState)?
     private var pendingState: (version: Version, state: ArchivedState)?
     private var logs: [UInt64: PendingLog] = [:]
+    /// The last commit noted, with the time it was noted at (nil before the first).
+    private var lastNoted: ArchivedLogPiece.CommitTime?
     private var stopping = false
     private var wakeRequested = false
     private var status: ArchiveStatus
@@ -88,8 +90,18 @@ final class Archiver: @unchecked Sendable {
         lock.withLock {
             // In place: a copy of the entry would copy its list of times at every commit.
             Self.record(into: &logs[wal, default: PendingLog()], end: end, sequence: sequence, now: now)
+            lastNoted = .init(sequence: sequence, micros: now)
             status.latestSequence = sequence
         }
+    }
+
+    /// The last commit noted and when, as one pair: what a state taken now says it holds (see
+    /// ``ArchivedState/committed``). Reading the store's sequence and the clock separately let a
+    /// state taken beside a commit (a compaction's, on its own thread) pair a sequence with a
+    /// later time than a commit it lacks, and a restore at a time after both then missed that
+    /// commit.
+    func lastCommit() -> ArchivedLogPiece.CommitTime? {
+        lock.withLock { lastNoted }
     }
 
     private static func record(into log: inout PendingLog, end: UInt64, sequence: UInt64, now: Int64) {

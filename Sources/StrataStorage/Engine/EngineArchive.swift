@@ -30,7 +30,7 @@ extension Engine {
         return ArchivedState(generation: archiver?.generation ?? 0, serial: 0, micros: 0, formatVersion: versions.formatVersion,
                              logNumber: versions.logNumber, nextFileNumber: versions.nextFileNumber,
                              sequence: segmentsSequence, keySpaces: versions.keySpaces, segments: segments,
-                             committed: .init(sequence: latestSequence, micros: Archiver.nowMicros()))
+                             committed: archiver?.lastCommit() ?? .init(sequence: latestSequence, micros: Archiver.nowMicros()))
     }
 
     /// Starts shipping to the archive: the state recovery left, the logs from the log number on.
