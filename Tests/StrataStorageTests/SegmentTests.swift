@@ -77,7 +77,7 @@ import StrataTesting
             let seg = try fs.listDirectory(Self.dir).first { $0.hasSuffix(".seg") }!
             let reader = try SegmentReader.open(fileSystem: fs, path: Self.dir + "/" + seg, fileNumber: 1,
                                                 cache: BlockCache(capacityBytes: 1 << 20), stats: StatisticsCounters())
-            let summary = try #require(reader.indexSummary, "\(name)")
+            let summary = try #require(reader.summary, "\(name)")
             let index = reader.index
             #expect(summary.count == index.restartCount && index.restartCount > 50, "\(name): \(index.restartCount) entries")
             for i in 0..<index.restartCount {

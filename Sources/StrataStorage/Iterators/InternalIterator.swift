@@ -137,7 +137,7 @@ final class SegmentIterator: InternalIterator {
 
     func seek(_ target: UnsafeRawBufferPointer) {
         guard error == nil else { return }
-        guard let position = reader.index.indexPosition(target, summary: reader.indexSummary) else {
+        guard let position = reader.indexPosition(target) else {
             fail(reader.indexCorruption)
             return
         }

@@ -10,9 +10,9 @@ final class SegmentReader: @unchecked Sendable {
     let fileSize: UInt64
     let properties: SegmentProperties
     let index: Block
-    /// The index's keys as integers and its handles decoded (nil when the index is malformed:
-    /// reads then search the block itself and report the damage).
-    let indexSummary: IndexSummary?
+    /// The index's keys as integers and its handles decoded, built on the first read (nil inside
+    /// when the index is malformed: reads then search the block itself and report the damage).
+    private let indexSummary = IndexSummaryCell()
     /// The filter block, read into a 64-byte aligned buffer so that a line of a
     /// ``BloomFilter/Layout/cacheLine`` filter is one cache line (filter blocks are stored raw,
     /// so the block keeps the buffer it was read into).
@@ -60,7 +60,6 @@ final class SegmentReader: @unchecked Sendable {
         // first touch (an open of the object-graph benchmark's 91 segments spent a tenth of its
         // time there).
         index = try Self.readBlock(file: file, path: path, handle: footer.index, once: true)
-        indexSummary = IndexSummary(index: index)
         let filterBlock = try Self.readBlock(file: file, path: path, handle: footer.filter, parseRestarts: false,
                                             once: true, alignment: BloomFilter.lineBytes)
         let propsBlock = try Self.readBlock(file: file, path: path, handle: footer.properties, parseRestarts: false, once: true)
@@ -203,15 +202,25 @@ final class SegmentReader: @unchecked Sendable {
     /// the blocks of many keys before searching any.
     func blockHandle(lookupKey: UnsafeRawBufferPointer, hash: UInt64) throws -> BlockHandle? {
         guard mayContain(hash: hash) else { return nil }
-        guard let position = index.indexPosition(lookupKey, summary: indexSummary) else { throw indexCorruption }
+        guard let position = indexPosition(lookupKey) else { throw indexCorruption }
         return position < index.restartCount ? try blockHandle(atIndexEntry: position) : nil
+    }
+
+    /// The index summary, built now if no read has built it yet (what tests and inspection see).
+    var summary: IndexSummary? { indexSummary.withSummary(of: index) { $0 } }
+
+    /// The first index entry whose key is >= `lookupKey` (`index.restartCount` when every key is
+    /// smaller); nil when the index block is malformed.
+    @inline(__always)
+    func indexPosition(_ lookupKey: UnsafeRawBufferPointer) -> Int? {
+        indexSummary.withSummary(of: index) { index.indexPosition(lookupKey, summary: $0) }
     }
 
     /// The data block that index entry `position` names (every index entry is a restart point).
     /// Point reads and ``SegmentIterator`` both read index entries through this.
     @inline(__always)
     func blockHandle(atIndexEntry position: Int) throws -> BlockHandle {
-        if let indexSummary { return indexSummary.handle(position) }
+        if let handle = indexSummary.withSummary(of: index, { $0?.handle(position) }) { return handle }
         guard let value = index.indexEntryValue(position) else { throw indexCorruption }
         return try handle(fromIndexValue: value)
     }
