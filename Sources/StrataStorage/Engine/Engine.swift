@@ -158,7 +158,10 @@ public final class Engine: @unchecked Sendable {
         fileSystem = options.fileSystem
         layout = options.segmentLayout
         cache = BlockCache(capacityBytes: max(1 << 20, options.blockCacheBytes))
-        let recovered = try Recovery.run(directory: directory, options: options, stats: stats, cache: cache)
+        let (stats, cache) = (stats, cache)
+        let recovered = try OpensInProgress.during {
+            try Recovery.run(directory: directory, options: options, stats: stats, cache: cache)
+        }
         fileLock = recovered.lock
         versions = recovered.versions
         segmentsSequence = recovered.segmentsSequence
