@@ -40,10 +40,10 @@ struct IndexSummary {
     /// Nil when the index block does not decode as whole entries with handles; lookups then
     /// take the plain path, which reports the damage.
     ///
-    /// Built for every segment an open finds (91 in the object-graph benchmark's store), so it
-    /// works in one pass over the entries with word-wide comparisons, and copies a run's head
-    /// only when the run ends: comparing each key with a copy of the last run cost a retain,
-    /// a release and a byte loop per entry, a seventh of an open's instructions.
+    /// Built once per segment, by the segment's first read (``IndexSummaryCell``), in one pass
+    /// over the entries with word-wide comparisons; a run's head is copied only when the run
+    /// ends (comparing each key with a copy of the last run cost a retain, a release and a byte
+    /// loop per entry).
     init?(index: Block) {
         let count = index.restartCount
         guard count > 0 else { return nil }
