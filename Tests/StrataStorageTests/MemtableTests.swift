@@ -38,42 +38,99 @@ import Testing
         }
     }
 
+    typealias Entry = (key: [UInt8], sequence: UInt64, value: [UInt8])
+
+    static func entries(_ keys: [UInt32]) -> [Entry] {
+        keys.enumerated().map { i, k in
+            (Array("k\(String(k, radix: 16))".utf8), UInt64(i + 1), Array("v\(i)".utf8))   // variable length, so prefixes tie
+        }
+    }
+
     @Test(arguments: Pattern.allCases)
     func iterationAndLookupsMatchASortedModel(_ pattern: Pattern) {
         let table = Memtable(keySpaceId: 0, expectedBytes: 1 << 20)
-        let keys = Self.keys(pattern, count: 5_000, seed: 11)
-        // Internal-key order: user key ascending, then sequence descending.
-        var model: [(key: [UInt8], sequence: UInt64, value: [UInt8])] = []
-        for (i, k) in keys.enumerated() {
-            let key = Array("k\(String(k, radix: 16))".utf8)   // variable length, so prefixes tie
-            let value = Array("v\(i)".utf8)
-            let sequence = UInt64(i + 1)
-            key.withUnsafeBytes { kb in value.withUnsafeBytes { vb in table.insert(key: kb, value: vb, sequence: sequence, kind: .value) } }
-            model.append((key, sequence, value))
+        let model = Self.entries(Self.keys(pattern, count: 5_000, seed: 11))
+        for e in model {
+            e.key.withUnsafeBytes { kb in e.value.withUnsafeBytes { vb in table.insert(key: kb, value: vb, sequence: e.sequence, kind: .value) } }
         }
-        model.sort { a, b in a.key != b.key ? a.key.lexicographicallyPrecedes(b.key) : a.sequence > b.sequence }
+        Self.expect(table, holds: model)
+    }
+
+    /// Recovery's loader: nodes written first, sorted and linked at the end, into an empty
+    /// memtable (the search-free build) or one that is not (linked one by one); then inserts
+    /// after it, which start from the finger the build leaves.
+    @Test(arguments: Pattern.allCases, [false, true])
+    func theLoaderBuildsWhatInsertsBuild(_ pattern: Pattern, intoATableNotEmpty: Bool) {
+        let table = Memtable(keySpaceId: 0, expectedBytes: 1 << 20)
+        let model = Self.entries(Self.keys(pattern, count: 5_000, seed: 12))
+        let first = intoATableNotEmpty ? 500 : 0
+        for e in model[..<first] {
+            e.key.withUnsafeBytes { kb in e.value.withUnsafeBytes { vb in table.insert(key: kb, value: vb, sequence: e.sequence, kind: .value) } }
+        }
+        let loader = MemtableLoader(table)
+        for e in model[first..<4_000] {
+            e.key.withUnsafeBytes { kb in e.value.withUnsafeBytes { vb in loader.add(key: kb, value: vb, sequence: e.sequence, kind: .value) } }
+        }
+        loader.finish()
+        #expect(loader.isEmpty)
+        Self.expect(table, holds: Array(model[..<4_000]))
+        for e in model[4_000...] {
+            e.key.withUnsafeBytes { kb in e.value.withUnsafeBytes { vb in table.insert(key: kb, value: vb, sequence: e.sequence, kind: .value) } }
+        }
+        Self.expect(table, holds: model)
+    }
+
+    /// A crafted log may repeat a sequence number: entries equal in internal key keep their
+    /// arrival order, and none is lost.
+    @Test func theLoaderKeepsEntriesWithTheSameInternalKey() {
+        let table = Memtable(keySpaceId: 0, expectedBytes: 1 << 20)
+        let loader = MemtableLoader(table)
+        let keys: [[UInt8]] = [[3], [1], [3], [2], [1], [3]]
+        for (i, k) in keys.enumerated() {
+            k.withUnsafeBytes { kb in [UInt8(i)].withUnsafeBytes { vb in loader.add(key: kb, value: vb, sequence: 7, kind: .value) } }
+        }
+        loader.finish()
+        let it = MemtableIterator(table)
+        it.seekToFirst()
+        var seen: [[UInt8]] = []
+        while it.isValid {
+            seen.append(Array(InternalKey.userKey(it.key)) + Array(it.value))
+            it.next()
+        }
+        #expect(seen == [[1, 1], [1, 4], [2, 3], [3, 0], [3, 2], [3, 5]])
+    }
+
+    /// Iteration gives the model in internal-key order (user key ascending, then sequence
+    /// descending); a point read finds the newest version of each key.
+    static func expect(_ table: Memtable, holds entries: [Entry], sourceLocation: SourceLocation = #_sourceLocation) {
+        let model = entries.sorted { a, b in a.key != b.key ? a.key.lexicographicallyPrecedes(b.key) : a.sequence > b.sequence }
         let it = MemtableIterator(table)
         it.seekToFirst()
         var seen = 0
+        var mismatches = 0
         while it.isValid, seen < model.count {
-            #expect(Array(InternalKey.userKey(it.key)) == model[seen].key, "entry \(seen)")
-            #expect(InternalKey.trailer(it.key) >> 8 == model[seen].sequence, "entry \(seen)")
-            #expect(Array(it.value) == model[seen].value, "entry \(seen)")
+            if Array(InternalKey.userKey(it.key)) != model[seen].key || InternalKey.trailer(it.key) >> 8 != model[seen].sequence
+                || Array(it.value) != model[seen].value {
+                mismatches += 1
+            }
             seen += 1
             it.next()
         }
-        #expect(seen == model.count)
-        #expect(!it.isValid)
-        // A point read finds the newest version of each key.
+        #expect(mismatches == 0, sourceLocation: sourceLocation)
+        #expect(seen == model.count, sourceLocation: sourceLocation)
+        #expect(!it.isValid, sourceLocation: sourceLocation)
+        #expect(table.entryCount == model.count, sourceLocation: sourceLocation)
+        let newestSequence = model.map(\.sequence).max() ?? 0
         var newest: [[UInt8]: [UInt8]] = [:]
-        for entry in model.reversed() { newest[entry.key] = entry.value }
+        for entry in entries.sorted(by: { $0.sequence < $1.sequence }) { newest[entry.key] = entry.value }
+        var wrong = 0
         for (key, value) in newest {
-            let found = key.withUnsafeBytes { table.get($0, hash: BloomFilter.hash($0), sequence: UInt64(keys.count)) }
-            guard case let .found(bytes)? = found else {
-                Issue.record("missing \(key)")
+            let found = key.withUnsafeBytes { table.get($0, hash: BloomFilter.hash($0), sequence: newestSequence) }
+            guard case let .found(bytes)? = found, Array(bytes) == value else {
+                wrong += 1
                 continue
             }
-            #expect(Array(bytes) == value)
         }
+        #expect(wrong == 0, sourceLocation: sourceLocation)
     }
 }

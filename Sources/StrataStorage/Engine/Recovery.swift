@@ -157,6 +157,8 @@ enum Recovery {
 
         var memtables: [UInt32: Memtable] = [:]
         for ks in versions.keySpaces { memtables[ks.id] = Memtable(keySpaceId: ks.id, expectedBytes: options.memtableBytes) }
+        // Every log's entries are written first and linked once all are read (``MemtableLoader``).
+        let loaders = memtables.mapValues(MemtableLoader.init)
         var lastSequence = versions.lastSequence
         let segmentsSequence = lastSequence
         // WALs that hold no record: every open makes a new WAL, and while the replayed data
@@ -181,7 +183,7 @@ enum Recovery {
                 discarded.append(n)
                 continue
             }
-            let outcome = try replay(wal: path, fs: fs, into: memtables, after: lastSequence)
+            let outcome = try replay(wal: path, fs: fs, into: loaders, after: lastSequence)
             lastSequence = outcome.lastSequence
             replayed.append((n, outcome.validEnd, outcome.sawEndOfLog))
             if outcome.isEmpty { emptyWals.append(n) }
@@ -201,6 +203,7 @@ enum Recovery {
                 if !vouched { torn = (n, outcome.validEnd) }
             }
         }
+        finishLoading(Array(loaders.values))
         try versions.installRecoveredSegments(opening.wait())
         versions.noteLastSequence(lastSequence)
         if options.readOnly {
@@ -403,7 +406,7 @@ enum Recovery {
     /// the inserts miss the cache at every level of the skip list (more than half of an open's
     /// time) and different memtables share nothing. A malformed record fails the open before
     /// anything after it is inserted; what was inserted before goes with the failed open.
-    static func replay(wal path: String, fs: any FileSystem, into memtables: [UInt32: Memtable],
+    static func replay(wal path: String, fs: any FileSystem, into loaders: [UInt32: MemtableLoader],
                        after start: UInt64) throws -> ReplayOutcome {
         var last = start
         let file = try fs.openReadable(path)
@@ -411,17 +414,17 @@ enum Recovery {
         let reader = walReader(file, path: path, after: start)
         // Indexed by key space id (ids are small and dense): a dictionary lookup per
         // operation showed in the profile.
-        let lists = ReplayLists(keySpaces: Int(memtables.keys.max() ?? 0) + 1)
+        let lists = ReplayLists(keySpaces: Int(loaders.keys.max() ?? 0) + 1)
         var known = [Bool](repeating: false, count: lists.operations.count)
-        for id in memtables.keys { known[Int(id)] = true }
+        for id in loaders.keys { known[Int(id)] = true }
         var records = 0
         func insertPending() {
             guard lists.pending > 0 else { return }
-            let work = lists.operations.indices.filter { !lists.operations[$0].isEmpty }.map { (memtables[UInt32($0)]!, lists.operations[$0]) }
+            let work = lists.operations.indices.filter { !lists.operations[$0].isEmpty }.map { (loaders[UInt32($0)]!, lists.operations[$0]) }
             if work.count > 1 && lists.pending >= parallelReplayMinimum {
-                DispatchQueue.concurrentPerform(iterations: work.count) { i in insert(work[i].1, into: work[i].0) }
+                DispatchQueue.concurrentPerform(iterations: work.count) { i in add(work[i].1, to: work[i].0) }
             } else {
-                for (mem, ops) in work { insert(ops, into: mem) }
+                for (loader, ops) in work { add(ops, to: loader) }
             }
             for i in lists.operations.indices { lists.operations[i].removeAll(keepingCapacity: true) }
             lists.pending = 0
@@ -466,11 +469,22 @@ enum Recovery {
                              sawEndOfLog: outcome.sawEndOfLog)
     }
 
-    private static func insert(_ ops: [ReplayOperation], into mem: Memtable) {
+    private static func add(_ ops: [ReplayOperation], to loader: MemtableLoader) {
         for op in ops {
-            mem.insert(key: UnsafeRawBufferPointer(start: op.key, count: Int(op.keyLength)),
+            loader.add(key: UnsafeRawBufferPointer(start: op.key, count: Int(op.keyLength)),
                        value: UnsafeRawBufferPointer(start: op.value, count: Int(op.valueLength)),
                        sequence: op.sequence, kind: op.kind)
+        }
+    }
+
+    /// Links what the replay wrote into each memtable, the memtables on separate threads when
+    /// there is enough to do.
+    static func finishLoading(_ loaders: [MemtableLoader]) {
+        let work = loaders.filter { !$0.isEmpty }
+        if work.count > 1 && work.reduce(0, { $0 + $1.memtable.entryCount }) >= parallelReplayMinimum {
+            DispatchQueue.concurrentPerform(iterations: work.count) { i in work[i].finish() }
+        } else {
+            for loader in work { loader.finish() }
         }
     }
 

@@ -44,10 +44,20 @@ enum InternalKey {
             if x != y { return x < y ? -1 : 1 }
             i += 8
         }
-        while i < n {
-            let x = a[i], y = b[i]
-            if x != y { return x < y ? -1 : 1 }
-            i += 1
+        if i < n {
+            if n >= 8 {
+                // The last word, overlapping the bytes already found equal: its first
+                // difference is past them, so the word's order is the keys' order.
+                let x = UInt64(bigEndian: a.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self))
+                let y = UInt64(bigEndian: b.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self))
+                if x != y { return x < y ? -1 : 1 }
+            } else {
+                while i < n {
+                    let x = a[i], y = b[i]
+                    if x != y { return x < y ? -1 : 1 }
+                    i += 1
+                }
+            }
         }
         return a.count - b.count
     }

@@ -142,8 +142,38 @@ final class Memtable: @unchecked Sendable {
 
     /// Inserts an entry. REQUIRES: the caller is the only writer.
     func insert(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, sequence: UInt64, kind: EntryKind) {
+        link(makeNode(key: key, value: value, sequence: sequence, kind: kind))
+    }
+
+    /// Writes an entry's node into the arena, with a random height and its next pointers nil,
+    /// and sets its filter bits, without linking it: ``link(_:)`` or ``linkInOrder(_:)`` makes it
+    /// visible. REQUIRES: the caller is the only writer.
+    func makeNode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, sequence: UInt64,
+                  kind: EntryKind) -> UnsafeMutableRawPointer {
         let hash = BloomFilter.hash(key)
         let trailer = InternalKey.trailer(sequence: sequence, kind: kind)
+        let h = randomHeight()
+        let ikLen = key.count + InternalKey.trailerBytes
+        let node = arena.allocate(Self.nodeHeaderBytes + h * 8 + ikLen + value.count)
+        node.storeBytes(of: UInt32(ikLen), as: UInt32.self)
+        node.storeBytes(of: UInt32(value.count), toByteOffset: 4, as: UInt32.self)
+        node.storeBytes(of: UInt8(h), toByteOffset: 8, as: UInt8.self)
+        for i in 0..<h { Self.nextSlot(node, i).pointee = nil }
+        let data = node + Self.nodeHeaderBytes + h * 8
+        if key.count > 0 { data.copyMemory(from: key.baseAddress!, byteCount: key.count) }
+        (data + key.count).storeBytes(of: trailer.littleEndian, as: UInt64.self)
+        if value.count > 0 { (data + ikLen).copyMemory(from: value.baseAddress!, byteCount: value.count) }
+        strata_or_single_writer_u64(bloomWords + Int(hash & bloomMask), Self.bloomBits(hash))
+        entryCount += 1
+        maxSequence = max(maxSequence, sequence)
+        return node
+    }
+
+    /// Links a node ``makeNode(key:value:sequence:kind:)`` wrote into the list, after a search
+    /// for its place. REQUIRES: the caller is the only writer.
+    func link(_ node: UnsafeMutableRawPointer) {
+        let key = Self.userKey(node)
+        let trailer = Self.trailer(node)
         var prev = (UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none,
                     UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none,
                     UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none, UnsafeMutableRawPointer?.none,
@@ -172,7 +202,7 @@ final class Memtable: @unchecked Sendable {
             } else {
                 _ = descend(to: key, trailer) { level, node in prevs[level] = node }
             }
-            let h = randomHeight()
+            let h = Self.height(node)
             let cur = currentHeight.load(ordering: .relaxed)
             if h > cur {
                 for i in cur..<h { prevs[i] = head }
@@ -180,16 +210,6 @@ final class Memtable: @unchecked Sendable {
                 // from head and simply drop down: safe with a relaxed store.
                 currentHeight.store(h, ordering: .relaxed)
             }
-            let ikLen = key.count + InternalKey.trailerBytes
-            let node = arena.allocate(Self.nodeHeaderBytes + h * 8 + ikLen + value.count)
-            node.storeBytes(of: UInt32(ikLen), as: UInt32.self)
-            node.storeBytes(of: UInt32(value.count), toByteOffset: 4, as: UInt32.self)
-            node.storeBytes(of: UInt8(h), toByteOffset: 8, as: UInt8.self)
-            let data = node + Self.nodeHeaderBytes + h * 8
-            if key.count > 0 { data.copyMemory(from: key.baseAddress!, byteCount: key.count) }
-            (data + key.count).storeBytes(of: trailer.littleEndian, as: UInt64.self)
-            if value.count > 0 { (data + ikLen).copyMemory(from: value.baseAddress!, byteCount: value.count) }
-            strata_or_relaxed_u64(bloomWords + Int(hash & bloomMask), Self.bloomBits(hash))
             for i in 0..<h {
                 let p = prevs[i]!
                 strata_store_relaxed_ptr(Self.nextSlot(node, i), strata_load_relaxed_ptr(Self.nextSlot(p, i)))
@@ -198,8 +218,31 @@ final class Memtable: @unchecked Sendable {
             for i in 0..<Self.maxHeight { hints[i] = i < h ? node : (prevs[i] ?? head) }
             lastInserted = node
         }
-        entryCount += 1
-        maxSequence = max(maxSequence, sequence)
+    }
+
+    /// Links nodes ``makeNode(key:value:sequence:kind:)`` wrote, given in internal-key order
+    /// (``MemtableLoader`` sorts them), into an empty list: each goes at the end of every level
+    /// it reaches, without a search or a comparison. Into a list that is not empty they are
+    /// linked one by one (``link(_:)``). REQUIRES: the caller is the only writer.
+    func linkInOrder(_ nodes: UnsafeBufferPointer<UnsafeMutableRawPointer>) {
+        guard Self.next(head, 0) == nil else {
+            for node in nodes { link(node) }
+            return
+        }
+        guard let lastNode = nodes.last else { return }
+        var tallest = currentHeight.load(ordering: .relaxed)
+        // `hints[i]` is the last node linked at level i so far (head at first): exactly the
+        // finger `link` keeps once the last node is the list's last.
+        for node in nodes {
+            let h = Self.height(node)
+            tallest = max(tallest, h)
+            for i in 0..<h {
+                strata_store_release_ptr(Self.nextSlot(hints[i], i), node)
+                hints[i] = node
+            }
+        }
+        currentHeight.store(tallest, ordering: .relaxed)
+        lastInserted = lastNode
     }
 
     // MARK: Reading (any thread)

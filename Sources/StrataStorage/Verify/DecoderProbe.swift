@@ -30,9 +30,24 @@ package enum DecoderProbe {
         var bytes = Array(data.dropFirst())
         ChecksumFixup.fixLog(&bytes, allowsMarks: true, leave: first < 0x80 ? nil : Int(first & 0x7F))
         guard (try? write(bytes, to: "/fuzz.wal", in: fs)) != nil else { return }
-        var memtables: [UInt32: Memtable] = [:]
-        for id: UInt32 in 0..<4 { memtables[id] = Memtable(keySpaceId: id, expectedBytes: 1 << 16) }
-        _ = try? Recovery.replay(wal: "/fuzz.wal", fs: fs, into: memtables, after: UInt64(first & 0x0F))
+        var loaders: [UInt32: MemtableLoader] = [:]
+        for id: UInt32 in 0..<4 { loaders[id] = MemtableLoader(Memtable(keySpaceId: id, expectedBytes: 1 << 16)) }
+        _ = try? Recovery.replay(wal: "/fuzz.wal", fs: fs, into: loaders, after: UInt64(first & 0x0F))
+        Recovery.finishLoading(Array(loaders.values))
+        // The replay's sort and linking: every entry written is linked, in internal-key order.
+        for loader in loaders.values {
+            var linked = 0
+            var node = loader.memtable.first()
+            while let n = node {
+                linked += 1
+                node = Memtable.next(n, 0)
+                if let next = node {
+                    precondition(Memtable.compare(n, Memtable.userKey(next), Memtable.trailer(next)) <= 0,
+                                 "replayed memtable out of order")
+                }
+            }
+            precondition(linked == loader.memtable.entryCount, "replayed memtable lost entries")
+        }
     }
 
     /// A read-only open of a manifest whose checksums were made right.
