@@ -37,9 +37,7 @@ struct BlockBuilder {
         var shared = 0
         if counter < restartInterval {
             let n = min(lastKeyCount, key.count)
-            lastKey.withUnsafeBytes { last in
-                while shared < n && last[shared] == key[shared] { shared += 1 }
-            }
+            shared = lastKey.withUnsafeBytes { $0.sharedPrefixCount(with: key, limit: n) }
         } else {
             restarts.append(UInt32(buffer.count))
             counter = 0

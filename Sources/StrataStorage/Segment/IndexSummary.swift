@@ -62,7 +62,7 @@ struct IndexSummary {
         var common = first.count
         var sameLength = true
         for k in keys.dropFirst() {
-            common = Self.sharedBytes(first, k, limit: min(common, k.count))
+            common = first.sharedPrefixCount(with: k, limit: min(common, k.count))
             sameLength = sameLength && k.count == first.count
         }
         // Runs only where the shared-prefix word would cut bytes off the keys' ends.
@@ -70,7 +70,7 @@ struct IndexSummary {
         if headCount >= 0, common < headCount, sameLength {
             var runs: [Run] = []
             var runStart = 0
-            for i in 1...count where i == count || Self.sharedBytes(keys[runStart], keys[i], limit: headCount) < headCount {
+            for i in 1...count where i == count || keys[runStart].sharedPrefixCount(with: keys[i], limit: headCount) < headCount {
                 runs.append(Run(head: Array(UnsafeRawBufferPointer(rebasing: keys[runStart][0..<headCount])), range: runStart..<i))
                 runStart = i
             }
@@ -86,18 +86,6 @@ struct IndexSummary {
         runs = nil
         shared = Array(first[0..<common])
         self.entries = entries
-    }
-
-    /// How many leading bytes `a` and `b` share, up to `limit` (at most either's length).
-    @inline(__always)
-    private static func sharedBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer, limit: Int) -> Int {
-        var n = 0
-        while n + 8 <= limit,
-              a.loadUnaligned(fromByteOffset: n, as: UInt64.self) == b.loadUnaligned(fromByteOffset: n, as: UInt64.self) {
-            n += 8
-        }
-        while n < limit && a[n] == b[n] { n += 1 }
-        return n
     }
 
     var count: Int { entries.count }
