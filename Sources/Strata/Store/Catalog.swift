@@ -20,6 +20,7 @@ extension Store {
         // Inside `indexProgress` the catalog lock is held by this thread: waiting would be forever.
         if let name = CallbackScope.current { return .failure(.storage(.calledFromCallback(name))) }
         let typeId = ObjectIdentifier(type)
+        if let b = bindingTable.binding(for: typeId) { return .success(b) }
         if let b = catalog.withLock({ $0.bindings[typeId] }) { return b }
         // Binding may build indexes, which needs the write lock (taken before the catalog lock,
         // the order write transactions use). A write transaction on this thread holds it already.
@@ -34,6 +35,7 @@ extension Store {
             if case let .failure(e) = result, case .storage = e { return result }
             if case .failure(.storeClosed) = result { return result }
             c.bindings[typeId] = result
+            if case let .success(b) = result { bindingTable.publish(b, for: typeId) }
             return result
         }
     }

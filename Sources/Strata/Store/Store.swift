@@ -44,6 +44,8 @@ public final class Store: @unchecked Sendable {
     /// Serialises write transactions.
     let writeLock = ConditionLock()
     let catalog: LockedValue<Catalog>
+    /// The bindings the catalog has made, for lookups without its lock.
+    let bindingTable = BindingTable()
     /// The change observers, and the commits waiting to reach them.
     let changeHub: ChangeHub
     /// Where async transactions run.
