@@ -97,10 +97,19 @@ if wanted memory; then
 fi
 if [ $full = 1 ] && wanted tsan; then
     swift build --build-tests --sanitize=thread --scratch-path .build-tsan > "$logs/tsan-build.log" 2>&1
+    # The soak in a process of its own: beside it, under ThreadSanitizer on two cores, the
+    # observation tests' timers and main-actor tasks waited more than their 60 s deadlines (the
+    # test process's blocked threads and the soak's own took every core), a failure of the
+    # harness that said nothing about the code.
     for i in 1 2 3 4 5 6 7 8 9 10; do
         step "tsan-$i" "soak:|ThreadSanitizer|Test run" env STRATA_SOAK_SECONDS=60 swift test --skip-build --sanitize=thread \
-            --scratch-path .build-tsan --filter "SoakTests|SnapshotAndConcurrencyTests|ConcurrencyTests|ObservationTests|TransactionTests|MappedFaultTests|RecoveryTests|CallbackReentryTests|SendingResultsTests|BoundTransactionTests"
-        if grep -q "WARNING: ThreadSanitizer" "$logs/tsan-$i.log"; then echo "FAILED: ThreadSanitizer reports in run $i" | tee -a "$summary"; exit 1; fi
+            --scratch-path .build-tsan --filter "SoakTests"
+        step "tsan-$i-suites" "ThreadSanitizer|Test run" swift test --skip-build --sanitize=thread --scratch-path .build-tsan \
+            --filter "SnapshotAndConcurrencyTests|ConcurrencyTests|ObservationTests|TransactionTests|MappedFaultTests|RecoveryTests|CallbackReentryTests|SendingResultsTests|BoundTransactionTests|BindingTableTests|MemtableTests"
+        if grep -q "WARNING: ThreadSanitizer" "$logs/tsan-$i.log" "$logs/tsan-$i-suites.log"; then
+            echo "FAILED: ThreadSanitizer reports in run $i" | tee -a "$summary"
+            exit 1
+        fi
     done
 fi
 if [ $full = 1 ] && wanted asan; then

@@ -135,8 +135,12 @@ extension Query {
         let q = QueryOnQueue(self)
         let throttle = LockedValue(ReadThrottle(minimumInterval: minimumInterval))
         let run: @Sendable () -> Void = {
+            let result = Result { () throws(StrataError) in try q.query.find() }
+            // The interval is counted from the call, not from the read: a slow read (a first
+            // one, a busy machine) would otherwise bring the next call closer than promised.
+            // Reads stay at least the interval apart all the same.
             throttle.withLock { $0.reading() }
-            callback(Result { () throws(StrataError) in try q.query.find() })
+            callback(result)
         }
         let registration = try CallbackObservation.start(names: readEntities, hub: box.store.changeHub, queue: queue) { _ in
             run()
