@@ -13,7 +13,6 @@ import Synchronization
 /// The table holds a reference to each binding it publishes until it goes away with the store.
 /// A store with more entity types than slots finds the rest through the catalog.
 final class BindingTable: Sendable {
-
     /// One published binding: the type's identity (0 while empty) and the binding's address.
     private final class Slot: Sendable {
         let type = Atomic<UInt>(0)
