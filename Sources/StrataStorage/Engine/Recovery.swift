@@ -397,15 +397,15 @@ enum Recovery {
         var sawEndOfLog: Bool
     }
 
-    /// Replays one WAL into the memtables.
+    /// Replays one WAL into the memtables' loaders.
     ///
     /// The log is read through a window of bounded size (``LogReader``), so replay's memory is
     /// the memtables plus the window or the largest record, not the log. The operations of the
     /// records in the window are decoded and checked first; when the window moves on, each key
-    /// space's operations go into its memtable in log order, the key spaces on separate threads:
-    /// the inserts miss the cache at every level of the skip list (more than half of an open's
-    /// time) and different memtables share nothing. A malformed record fails the open before
-    /// anything after it is inserted; what was inserted before goes with the failed open.
+    /// space's operations are written to its memtable's arena in log order, the key spaces on
+    /// separate threads (different memtables share nothing); ``finishLoading(_:)`` links them
+    /// once every log is read. A malformed record fails the open before anything after it is
+    /// written; what was written before goes with the failed open.
     static func replay(wal path: String, fs: any FileSystem, into loaders: [UInt32: MemtableLoader],
                        after start: UInt64) throws -> ReplayOutcome {
         var last = start
