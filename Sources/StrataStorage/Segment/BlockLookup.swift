@@ -98,9 +98,69 @@ extension Block {
             let k = UnsafeRawBufferPointer(rebasing: contents[p..<(p + unshared)])
             if InternalKey.compare(k, target) < 0 { lo = mid } else { hi = mid - 1 }
         }
+        if let found = scanComparingSuffixes(from: restartPoint(lo), target) { return found }
+        return scanRebuildingKeys(from: restartPoint(lo), target)
+    }
+
+    /// The scan of one restart interval for the first entry >= target, without rebuilding any
+    /// key: an entry's first `shared` bytes are the previous key's, so when the previous key
+    /// was found below the target at byte `d`, an entry sharing more than `d` bytes is below it
+    /// too (no comparison), and one sharing at most `d` bytes matches the target there, so only
+    /// its own bytes are compared. The rebuilding scan cost about 90 instructions an entry (a
+    /// copy and a whole comparison), most of a point read's search in a block.
+    ///
+    /// Nil where these shortcuts do not decide: a user key that is a proper prefix of the
+    /// target's, or the same user key at a newer sequence than the read's (both need the bytes
+    /// the previous key shares); ``scanRebuildingKeys(from:_:)`` answers those.
+    @inline(__always)
+    private func scanComparingSuffixes(from start: Int, _ target: UnsafeRawBufferPointer) -> Lookup? {
+        guard target.count >= InternalKey.trailerBytes else { return nil }
+        let base = contents.baseAddress!
+        let targetUserCount = target.count - InternalKey.trailerBytes
+        var offset = start
+        var keyCount = 0
+        // The previous key is below the target and first differs from it at byte `below`,
+        // inside both user keys (0 before the first entry, which shares nothing).
+        var below = 0
+        while offset < restartsOffset {
+            guard let (shared, unshared, vlen, p) = header(at: offset), shared <= keyCount,
+                  shared + unshared >= InternalKey.trailerBytes else { return .corrupted }
+            keyCount = shared + unshared
+            offset = p + unshared + vlen
+            if shared > below { continue }
+            // The first `shared` bytes are the target's: compare from there.
+            let userCount = keyCount - InternalKey.trailerBytes
+            guard userCount >= shared else { return nil }
+            let common = min(userCount, targetUserCount)
+            let suffix = UnsafeRawBufferPointer(start: base + p, count: userCount - shared)
+            let rest = UnsafeRawBufferPointer(start: target.baseAddress! + shared, count: targetUserCount - shared)
+            let differs = shared + suffix.sharedPrefixCount(with: rest, limit: common - shared)
+            if differs < common {
+                if suffix[differs - shared] < rest[differs - shared] {
+                    below = differs
+                    continue
+                }
+                return .entry(userKeyMatches: false, isDeletion: false, valueOffset: p + unshared, valueCount: vlen)
+            }
+            if userCount > targetUserCount {
+                return .entry(userKeyMatches: false, isDeletion: false, valueOffset: p + unshared, valueCount: vlen)
+            }
+            guard userCount == targetUserCount, unshared >= InternalKey.trailerBytes else { return nil }
+            // The same user key: the entry is the one to read unless it is newer than the read.
+            let trailer = loadFixed64(UnsafeRawBufferPointer(start: base + p, count: unshared), unshared - InternalKey.trailerBytes)
+            guard trailer <= InternalKey.trailer(target) else { return nil }
+            return .entry(userKeyMatches: true, isDeletion: trailer & 0xFF == UInt64(EntryKind.deletion.rawValue),
+                          valueOffset: p + unshared, valueCount: vlen)
+        }
+        return .notFound
+    }
+
+    /// The scan of one restart interval for the first entry >= target, rebuilding each key in a
+    /// stack buffer and comparing it whole: what ``scanComparingSuffixes(from:_:)`` leaves.
+    private func scanRebuildingKeys(from start: Int, _ target: UnsafeRawBufferPointer) -> Lookup {
         let capacity = 512
         return withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 8) { buffer -> Lookup in
-            var offset = restartPoint(lo)
+            var offset = start
             var keyCount = 0
             while offset < restartsOffset {
                 guard let (shared, unshared, vlen, p) = header(at: offset), shared <= keyCount,
