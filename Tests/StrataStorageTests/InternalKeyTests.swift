@@ -26,8 +26,9 @@ import Testing
         #expect(mismatches == 0)
     }
 
-    /// The shared prefix that blocks compress away and index summaries skip: the word loop and
-    /// the byte tail agree with a byte-by-byte count, at every length and limit.
+    /// The shared prefix that blocks compress away and index summaries skip: the word loop,
+    /// the first difference found from two words' XOR, the overlapping last word and the byte
+    /// tail of short keys agree with a byte-by-byte count, at every length and limit.
     @Test func sharedPrefixCountIsTheBytewiseCount() {
         var rng = SplitMix64(state: 6)
         var mismatches = 0

@@ -80,14 +80,29 @@ extension UnsafeRawBufferPointer {
     }
 
     /// How many leading bytes this and `other` share, up to `limit` (at most either's length):
-    /// a word at a time, then bytes. The prefix compression of blocks and the index summary's
-    /// common prefixes both ask it of short keys, where a libc call costs more than the loop.
+    /// a word at a time, the first differing byte found from the words' XOR. The prefix
+    /// compression of blocks, the index summary's common prefixes and a block's point lookup
+    /// all ask it of short keys, where a libc call costs more than the loop.
     @inline(__always)
     func sharedPrefixCount(with other: UnsafeRawBufferPointer, limit: Int) -> Int {
+        // Little-endian values: the first byte in memory is the lowest, so the lowest set bit of
+        // the XOR is in the first byte that differs.
+        @inline(__always) func difference(at offset: Int) -> UInt64 {
+            UInt64(littleEndian: loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                ^ UInt64(littleEndian: other.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+        }
         var n = 0
-        while n + 8 <= limit,
-              loadUnaligned(fromByteOffset: n, as: UInt64.self) == other.loadUnaligned(fromByteOffset: n, as: UInt64.self) {
+        while n + 8 <= limit {
+            let x = difference(at: n)
+            if x != 0 { return n + x.trailingZeroBitCount / 8 }
             n += 8
+        }
+        guard n < limit else { return n }
+        if limit >= 8 {
+            // The last word, overlapping bytes already found equal: its first difference is
+            // past them.
+            let x = difference(at: limit - 8)
+            return x == 0 ? limit : limit - 8 + x.trailingZeroBitCount / 8
         }
         while n < limit && self[n] == other[n] { n += 1 }
         return n
