@@ -142,20 +142,20 @@ extension Engine {
         if let levels = view.version.keySpaces[keySpace.id]?.levels {
             // Only segments that can hold a key of the range: a prefix scan (an index entry, a
             // relation's edges) then seeks in one segment per level, not in every one.
-            func mayHold(_ segment: LiveSegment) -> Bool {
-                prefixFilter.map { segment.reader.mayContain(prefixHash: $0.hash, suffixBytes: $0.suffixBytes) } ?? true
+            func mayHold(_ segment: LiveSegment) throws -> Bool {
+                try prefixFilter.map { try segment.reader.mayContain(prefixHash: $0.hash, suffixBytes: $0.suffixBytes) } ?? true
             }
-            for segment in levels[0] where segment.overlaps(lowerBound: lowerBound, upperBound: upperBound) && mayHold(segment) {
+            for segment in levels[0] where try segment.overlaps(lowerBound: lowerBound, upperBound: upperBound) && mayHold(segment) {
                 children.append(segment.reader.makeIterator())
             }
             for level in levels.dropFirst() where !level.isEmpty {
                 let range = LiveSegment.overlapping(level, lowerBound: lowerBound, upperBound: upperBound)
                 switch range.count {
                 case 0: break
-                case 1: if mayHold(level[range.lowerBound]) { children.append(level[range.lowerBound].reader.makeIterator()) }
+                case 1: if try mayHold(level[range.lowerBound]) { children.append(level[range.lowerBound].reader.makeIterator()) }
                 default:
                     // A level's segments are sorted and disjoint: so is any subset of them.
-                    let kept = level[range].filter(mayHold)
+                    let kept = try level[range].filter(mayHold)
                     switch kept.count {
                     case 0: break
                     case 1: children.append(kept[0].reader.makeIterator())

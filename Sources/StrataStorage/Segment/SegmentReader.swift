@@ -1,7 +1,7 @@
 import CLZ4
 
-/// An open segment file: footer, index, bloom filter and properties in memory; data blocks read
-/// on demand through the shared ``BlockCache``. Every block read is checksum-verified
+/// An open segment file: footer, index and properties in memory, the bloom filter from the
+/// first probe; data blocks read on demand through the shared ``BlockCache``. Every block read is checksum-verified
 /// (SPEC.md §Segment). Safe for concurrent use.
 final class SegmentReader: @unchecked Sendable {
     let fileNumber: UInt64
@@ -13,12 +13,11 @@ final class SegmentReader: @unchecked Sendable {
     /// The index's keys as integers and its handles decoded, built on the first read (nil inside
     /// when the index is malformed: reads then search the block itself and report the damage).
     private let indexSummary = IndexSummaryCell()
-    /// The filter block, read into a 64-byte aligned buffer so that a line of a
-    /// ``BloomFilter/Layout/cacheLine`` filter is one cache line (filter blocks are stored raw,
-    /// so the block keeps the buffer it was read into).
-    private let filterBlock: Block
-    /// `filterBlock`'s bytes, kept here so that a probe does not first load the block object.
-    private let filter: UnsafeRawBufferPointer
+    /// The filter block, read by the first probe into a 64-byte aligned buffer so that a line
+    /// of a ``BloomFilter/Layout/cacheLine`` filter is one cache line (filter blocks are stored
+    /// raw, so the block keeps the buffer it was read into).
+    private let filterCell = FilterCell()
+    private let filterHandle: BlockHandle
     private let filterLayout: BloomFilter.Layout
     /// Data blocks may be id blocks (SPEC.md §6.1.1): segment format 4 and later.
     private let idBlocks: Bool
@@ -58,10 +57,13 @@ final class SegmentReader: @unchecked Sendable {
         let footer = try raw.withUnsafeBytes { try SegmentFooter.decode($0, file: path, fileSize: fileSize) }
         // Read once each, with `pread`: through the fresh mapping, every page would fault on
         // first touch (an open of the object-graph benchmark's 91 segments spent a tenth of its
-        // time there).
+        // time there). The filter waits for the first probe (``FilterCell``); its handle is
+        // checked against the file now, as the others are.
         index = try Self.readBlock(file: file, path: path, handle: footer.index, once: true)
-        let filterBlock = try Self.readBlock(file: file, path: path, handle: footer.filter, parseRestarts: false,
-                                            once: true, alignment: BloomFilter.lineBytes)
+        guard Self.handleInRange(footer.filter, fileSize: fileSize) else {
+            throw StorageError.corruption(file: path, offset: footer.filter.offset, reason: "block handle out of range")
+        }
+        filterHandle = footer.filter
         let propsBlock = try Self.readBlock(file: file, path: path, handle: footer.properties, parseRestarts: false, once: true)
         guard let props = SegmentProperties.decode(propsBlock.contents) else {
             throw StorageError.corruption(file: path, offset: footer.properties.offset, reason: "malformed properties block")
@@ -69,8 +71,6 @@ final class SegmentReader: @unchecked Sendable {
         properties = props
         filterLayout = BloomFilter.Layout(segmentFormat: footer.formatVersion)
         idBlocks = IdBlockLayout.isAllowed(inSegmentFormat: footer.formatVersion)
-        self.filterBlock = filterBlock
-        filter = filterBlock.contents
     }
 
     deinit { file.close() }
@@ -177,17 +177,29 @@ final class SegmentReader: @unchecked Sendable {
     }
 
     /// Whether the bloom filter admits the hash; a "no" counts as a bloom negative.
-    @inline(__always) func mayContain(hash: UInt64) -> Bool {
-        if BloomFilter.mayContain(filter, hash: hash, layout: filterLayout) { return true }
+    @inline(__always) func mayContain(hash: UInt64) throws -> Bool {
+        if BloomFilter.mayContain(try filterBytes(), hash: hash, layout: filterLayout) { return true }
         stats.bloomNegatives.add(1, ordering: .relaxed)
         return false
     }
 
+    /// The filter block's bytes, read and checked by the first call.
+    @inline(__always) private func filterBytes() throws -> UnsafeRawBufferPointer {
+        try filterCell.bytes {
+            try Self.readBlock(file: file, path: path, handle: filterHandle, parseRestarts: false, once: true,
+                               alignment: BloomFilter.lineBytes)
+        }
+    }
+
+    /// Reads the filter block if no probe has yet, checking its checksum: what verification
+    /// asks of a segment, since an open no longer reads it.
+    func checkFilter() throws { _ = try filterBytes() }
+
     /// Whether the segment may hold a key made of a prefix with this hash and `suffixBytes`
     /// more bytes: true unless its filter was built with such prefixes and rules this one out.
-    func mayContain(prefixHash: UInt64, suffixBytes: Int) -> Bool {
+    func mayContain(prefixHash: UInt64, suffixBytes: Int) throws -> Bool {
         guard properties.filterPrefixSuffixBytes == UInt64(suffixBytes), suffixBytes > 0 else { return true }
-        return mayContain(hash: prefixHash)
+        return try mayContain(hash: prefixHash)
     }
 
     /// The newest entry for `userKey` at or below the lookup key's sequence.
@@ -201,7 +213,7 @@ final class SegmentReader: @unchecked Sendable {
     /// this segment out. The first half of ``get(lookupKey:hash:)``, for batched reads that fetch
     /// the blocks of many keys before searching any.
     func blockHandle(lookupKey: UnsafeRawBufferPointer, hash: UInt64) throws -> BlockHandle? {
-        guard mayContain(hash: hash) else { return nil }
+        guard try mayContain(hash: hash) else { return nil }
         guard let position = indexPosition(lookupKey) else { throw indexCorruption }
         return position < index.restartCount ? try blockHandle(atIndexEntry: position) : nil
     }

@@ -212,6 +212,7 @@ struct StorageVerifier {
             guard reader.properties.keySpaceId == meta.keySpaceId else {
                 throw StorageError.corruption(file: path, offset: 0, reason: "segment of key space \(reader.properties.keySpaceId), the manifest records \(meta.keySpaceId)")
             }
+            try reader.checkFilter()
             var previous: [UInt8] = []
             var first: [UInt8]?
             var entries: UInt64 = 0
