@@ -105,7 +105,7 @@ if [ $full = 1 ] && wanted tsan; then
         step "tsan-$i" "soak:|ThreadSanitizer|Test run" env STRATA_SOAK_SECONDS=60 swift test --skip-build --sanitize=thread \
             --scratch-path .build-tsan --filter "SoakTests"
         step "tsan-$i-suites" "ThreadSanitizer|Test run" swift test --skip-build --sanitize=thread --scratch-path .build-tsan \
-            --filter "SnapshotAndConcurrencyTests|ConcurrencyTests|ObservationTests|TransactionTests|MappedFaultTests|RecoveryTests|CallbackReentryTests|SendingResultsTests|BoundTransactionTests|BindingTableTests|MemtableTests|FilterCellTests"
+            --filter "SnapshotAndConcurrencyTests|ConcurrencyTests|ObservationTests|TransactionTests|MappedFaultTests|RecoveryTests|CallbackReentryTests|SendingResultsTests|BoundTransactionTests|BindingTableTests|MemtableTests|BlockCellTests"
         if grep -q "WARNING: ThreadSanitizer" "$logs/tsan-$i.log" "$logs/tsan-$i-suites.log"; then
             echo "FAILED: ThreadSanitizer reports in run $i" | tee -a "$summary"
             exit 1

@@ -28,7 +28,7 @@ import StrataTesting
         for name in try fs.listDirectory(dir) where name.hasSuffix(".seg") {
             let reader = try SegmentReader.open(fileSystem: fs, path: dir + "/" + name, fileNumber: 1,
                                                 cache: BlockCache(capacityBytes: 1 << 20), stats: StatisticsCounters())
-            for i in 0..<reader.index.restartCount {
+            for i in 0..<(try reader.indexEntryCount()) {
                 let block = try reader.dataBlock(try reader.blockHandle(atIndexEntry: i), fillCache: false)
                 if block.idLayout != nil { id += 1 } else { restart += 1 }
             }

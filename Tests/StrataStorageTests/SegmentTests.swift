@@ -78,7 +78,7 @@ import StrataTesting
             let reader = try SegmentReader.open(fileSystem: fs, path: Self.dir + "/" + seg, fileNumber: 1,
                                                 cache: BlockCache(capacityBytes: 1 << 20), stats: StatisticsCounters())
             let summary = try #require(reader.summary, "\(name)")
-            let index = reader.index
+            let index = try reader.withIndex { $0 }
             #expect(summary.count == index.restartCount && index.restartCount > 50, "\(name): \(index.restartCount) entries")
             for i in 0..<index.restartCount {
                 var r = ByteReader(try #require(index.indexEntryValue(i)))

@@ -81,11 +81,11 @@ final class SegmentIterator: InternalIterator {
 
     /// Loads the data block of index entry `position`; false past either end or on damage.
     private func loadBlock(at position: Int) -> Bool {
-        guard position >= 0, position < reader.index.restartCount else {
-            dataIterator = nil
-            return false
-        }
         do {
+            guard position >= 0, try position < reader.indexEntryCount() else {
+                dataIterator = nil
+                return false
+            }
             let h = try reader.blockHandle(atIndexEntry: position)
             dataIterator = try reader.dataBlock(h, fillCache: fillCache).makeIterator()
             indexPosition = position
@@ -130,15 +130,24 @@ final class SegmentIterator: InternalIterator {
 
     func seekToLast() {
         guard error == nil else { return }
-        guard loadBlock(at: reader.index.restartCount - 1) else { return }
+        let count: Int
+        do { count = try reader.indexEntryCount() } catch {
+            fail(error)
+            return
+        }
+        guard loadBlock(at: count - 1) else { return }
         dataIterator!.seekToLast()
         skipEmptyBackward()
     }
 
     func seek(_ target: UnsafeRawBufferPointer) {
         guard error == nil else { return }
-        guard let position = reader.indexPosition(target) else {
-            fail(reader.indexCorruption)
+        let position: Int
+        do {
+            guard let found = try reader.indexPosition(target) else { throw reader.indexCorruption }
+            position = found
+        } catch {
+            fail(error)
             return
         }
         guard loadBlock(at: position) else { return }

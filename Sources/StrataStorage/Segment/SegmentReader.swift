@@ -1,7 +1,8 @@
 import CLZ4
 
-/// An open segment file: footer, index and properties in memory, the bloom filter from the
-/// first probe; data blocks read on demand through the shared ``BlockCache``. Every block read is checksum-verified
+/// An open segment file: footer and properties in memory, the index and the bloom filter from
+/// the first read that needs them; data blocks read on demand through the shared
+/// ``BlockCache``. Every block read is checksum-verified
 /// (SPEC.md §Segment). Safe for concurrent use.
 final class SegmentReader: @unchecked Sendable {
     let fileNumber: UInt64
@@ -9,14 +10,16 @@ final class SegmentReader: @unchecked Sendable {
     private let file: any ReadableFile
     let fileSize: UInt64
     let properties: SegmentProperties
-    let index: Block
+    /// The index block, read by the first read that needs it (``BlockCell``).
+    private let indexCell = BlockCell()
+    private let indexHandle: BlockHandle
     /// The index's keys as integers and its handles decoded, built on the first read (nil inside
     /// when the index is malformed: reads then search the block itself and report the damage).
     private let indexSummary = IndexSummaryCell()
     /// The filter block, read by the first probe into a 64-byte aligned buffer so that a line
     /// of a ``BloomFilter/Layout/cacheLine`` filter is one cache line (filter blocks are stored
     /// raw, so the block keeps the buffer it was read into).
-    private let filterCell = FilterCell()
+    private let filterCell = BlockCell()
     private let filterHandle: BlockHandle
     private let filterLayout: BloomFilter.Layout
     /// Data blocks may be id blocks (SPEC.md §6.1.1): segment format 4 and later.
@@ -55,15 +58,16 @@ final class SegmentReader: @unchecked Sendable {
             try file.readExactly(at: fileSize - UInt64(footerBytes), into: buf, path: path, once: true)
         }
         let footer = try raw.withUnsafeBytes { try SegmentFooter.decode($0, file: path, fileSize: fileSize) }
-        // Read once each, with `pread`: through the fresh mapping, every page would fault on
-        // first touch (an open of the object-graph benchmark's 91 segments spent a tenth of its
-        // time there). The filter waits for the first probe (``FilterCell``); its handle is
-        // checked against the file now, as the others are.
-        index = try Self.readBlock(file: file, path: path, handle: footer.index, once: true)
-        guard Self.handleInRange(footer.filter, fileSize: fileSize) else {
-            throw StorageError.corruption(file: path, offset: footer.filter.offset, reason: "block handle out of range")
+        // The index and the filter wait for the first read that needs them (``BlockCell``);
+        // their handles are checked against the file now.
+        for handle in [footer.index, footer.filter] where !Self.handleInRange(handle, fileSize: fileSize) {
+            throw StorageError.corruption(file: path, offset: handle.offset, reason: "block handle out of range")
         }
+        indexHandle = footer.index
         filterHandle = footer.filter
+        // Read once, with `pread`: through the fresh mapping, every page would fault on first
+        // touch (an open of the object-graph benchmark's 91 segments spent a tenth of its time
+        // there). So are the index and the filter when first needed.
         let propsBlock = try Self.readBlock(file: file, path: path, handle: footer.properties, parseRestarts: false, once: true)
         guard let props = SegmentProperties.decode(propsBlock.contents) else {
             throw StorageError.corruption(file: path, offset: footer.properties.offset, reason: "malformed properties block")
@@ -185,11 +189,19 @@ final class SegmentReader: @unchecked Sendable {
 
     /// The filter block's bytes, read and checked by the first call.
     @inline(__always) private func filterBytes() throws -> UnsafeRawBufferPointer {
-        try filterCell.bytes {
+        try filterCell.withBlock({
             try Self.readBlock(file: file, path: path, handle: filterHandle, parseRestarts: false, once: true,
                                alignment: BloomFilter.lineBytes)
-        }
+        }) { $0.contents }
     }
+
+    /// Calls `body` with the index block, read and checked by the first call.
+    @inline(__always) func withIndex<R>(_ body: (Block) throws -> R) throws -> R {
+        try indexCell.withBlock({ try Self.readBlock(file: file, path: path, handle: indexHandle, once: true) }, body)
+    }
+
+    /// How many entries the index has: one per data block.
+    func indexEntryCount() throws -> Int { try withIndex { $0.restartCount } }
 
     /// Reads the filter block if no probe has yet, checking its checksum: what verification
     /// asks of a segment, since an open no longer reads it.
@@ -214,17 +226,24 @@ final class SegmentReader: @unchecked Sendable {
     /// the blocks of many keys before searching any.
     func blockHandle(lookupKey: UnsafeRawBufferPointer, hash: UInt64) throws -> BlockHandle? {
         guard try mayContain(hash: hash) else { return nil }
-        guard let position = indexPosition(lookupKey) else { throw indexCorruption }
-        return position < index.restartCount ? try blockHandle(atIndexEntry: position) : nil
+        return try withIndex { index in
+            guard let position = indexPosition(lookupKey, in: index) else { throw indexCorruption }
+            return position < index.restartCount ? try blockHandle(atIndexEntry: position, in: index) : nil
+        }
     }
 
     /// The index summary, built now if no read has built it yet (what tests and inspection see).
-    var summary: IndexSummary? { indexSummary.withSummary(of: index) { $0 } }
+    var summary: IndexSummary? { (try? withIndex { index in indexSummary.withSummary(of: index) { $0 } }) ?? nil }
 
-    /// The first index entry whose key is >= `lookupKey` (`index.restartCount` when every key is
+    /// The first index entry whose key is >= `lookupKey` (the entry count when every key is
     /// smaller); nil when the index block is malformed.
     @inline(__always)
-    func indexPosition(_ lookupKey: UnsafeRawBufferPointer) -> Int? {
+    func indexPosition(_ lookupKey: UnsafeRawBufferPointer) throws -> Int? {
+        try withIndex { indexPosition(lookupKey, in: $0) }
+    }
+
+    @inline(__always)
+    private func indexPosition(_ lookupKey: UnsafeRawBufferPointer, in index: Block) -> Int? {
         indexSummary.withSummary(of: index) { index.indexPosition(lookupKey, summary: $0) }
     }
 
@@ -232,6 +251,11 @@ final class SegmentReader: @unchecked Sendable {
     /// Point reads and ``SegmentIterator`` both read index entries through this.
     @inline(__always)
     func blockHandle(atIndexEntry position: Int) throws -> BlockHandle {
+        try withIndex { try blockHandle(atIndexEntry: position, in: $0) }
+    }
+
+    @inline(__always)
+    private func blockHandle(atIndexEntry position: Int, in index: Block) throws -> BlockHandle {
         if let handle = indexSummary.withSummary(of: index, { $0?.handle(position) }) { return handle }
         guard let value = index.indexEntryValue(position) else { throw indexCorruption }
         return try handle(fromIndexValue: value)

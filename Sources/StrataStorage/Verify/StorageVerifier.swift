@@ -216,7 +216,7 @@ struct StorageVerifier {
             var previous: [UInt8] = []
             var first: [UInt8]?
             var entries: UInt64 = 0
-            let index = reader.index.makeIterator()
+            let index = try reader.withIndex { $0.makeIterator() }
             index.seekToFirst()
             while index.isValid {
                 let handle = try reader.handle(fromIndexValue: index.value)

@@ -4,24 +4,25 @@ import Testing
 @testable import StrataStorage
 import StrataTesting
 
-/// A segment's bloom filter is read by its first probe, not by the open (`FilterCell`): a damaged
-/// filter no longer stops an open, so the first read through it must fail with a typed error
-/// naming the file, `verify` must report it, and readers racing to load one filter on a fresh
-/// open must all answer right.
-@Suite struct FilterCellTests {
-    @Test func aDamagedFilterFailsTheFirstProbeAndVerifyNotTheOpen() throws {
+/// A segment's bloom filter and index are read by the first read that needs them, not by the
+/// open (`BlockCell`): a damaged one no longer stops an open, so the first read through it must
+/// fail with a typed error naming the file, `verify` must report it, and readers racing to load
+/// them on a fresh open must all answer right.
+@Suite struct BlockCellTests {
+    @Test(arguments: ["filter", "index"])
+    func aDamagedBlockFailsTheFirstReadAndVerifyNotTheOpen(block: String) throws {
         let fs = InMemoryFileSystem()
         let seg = try SegmentTests.storeWithOneSegment(fs, count: 500)
         var file = try #require(fs.contents(of: seg))
         let footer = try file[(file.count - FormatConstants.segmentFooterBytes)...].withUnsafeBytes {
             try SegmentFooter.decode($0, file: seg, fileSize: UInt64(file.count))
         }
-        file[Int(footer.filter.offset) + 3] ^= 0x40
+        file[Int((block == "filter" ? footer.filter : footer.index).offset) + 3] ^= 0x40
         fs.setContents(of: seg, to: file)
 
         let e = try Engine.open(directory: SegmentTests.dir, options: SegmentTests.options(fs))
-        // The filter is read once, the first time: this probe and the next both fail (a damaged
-        // filter is not kept), naming the file.
+        // The block is read by the first read that needs it: this read and the next both fail (a
+        // damaged block is not kept), naming the file.
         for _ in 0..<2 {
             #expect {
                 try e.get(key(7), in: e.defaultKeySpace)
@@ -35,7 +36,7 @@ import StrataTesting
         #expect(report.problems.contains { $0.file == seg })
     }
 
-    @Test func readersRacingOnAFreshOpenLoadOneFilterAndAllAnswer() throws {
+    @Test func readersRacingOnAFreshOpenLoadOneCopyAndAllAnswer() throws {
         let fs = InMemoryFileSystem()
         let count = 2000
         _ = try SegmentTests.storeWithOneSegment(fs, count: count)
@@ -46,7 +47,7 @@ import StrataTesting
                 for i in stride(from: (t * 37 + round) % count, to: count, by: 97) {
                     let v = try? e.get(key(i), in: e.defaultKeySpace)
                     if v != bytes("value-\(i)-" + String(repeating: "ab", count: i % 20)) { wrong.add(1, ordering: .relaxed) }
-                    // An absent key: the filter (or the block) must rule it out.
+                    // An absent key: the filter (or the index, or the block) must rule it out.
                     if (try? e.get(key(i) + [0], in: e.defaultKeySpace)) != .some(nil) { wrong.add(1, ordering: .relaxed) }
                 }
             }

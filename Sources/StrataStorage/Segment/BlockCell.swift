@@ -1,0 +1,42 @@
+import Synchronization
+
+/// One of a segment's metadata blocks (its bloom filter, its index), read by the first read that
+/// needs it instead of when the segment opens. An open finds every segment of the store, and
+/// reading, checksumming and copying all their filters and indexes was most of what opening a
+/// segment cost (about 50 KiB of filter and 12 KiB of index each in the object-graph
+/// benchmark's store), for segments whose first reads mostly never come. Without a lock, as
+/// ``IndexSummaryCell``: two readers may read the block at the same time; one publishes its
+/// copy, the other frees its own.
+///
+/// A block that cannot be read (an I/O error, a checksum mismatch) is not kept: the read
+/// throws, and the next one reads again, as a data block's read does.
+final class BlockCell: @unchecked Sendable {
+    /// A retained ``Block``, or nil before the first read.
+    private let published = Atomic<UnsafeMutableRawPointer?>(nil)
+
+    init() {}
+
+    deinit {
+        if let p = published.load(ordering: .acquiring) { Unmanaged<Block>.fromOpaque(p).release() }
+    }
+
+    /// Calls `body` with the block, read with `read` by the first call. The block lives as
+    /// long as the cell (the segment's reader holds it), so no reference is counted here.
+    @inline(__always)
+    func withBlock<R>(_ read: () throws -> Block, _ body: (Block) throws -> R) throws -> R {
+        let p = try published.load(ordering: .acquiring) ?? publish(read())
+        return try Unmanaged<Block>.fromOpaque(p)._withUnsafeGuaranteedRef { try body($0) }
+    }
+
+    /// Whether a read has loaded the block (what tests see).
+    var isLoaded: Bool { published.load(ordering: .acquiring) != nil }
+
+    @inline(never)
+    private func publish(_ block: Block) -> UnsafeMutableRawPointer {
+        let mine = Unmanaged.passRetained(block).toOpaque()
+        let (exchanged, current) = published.compareExchange(expected: nil, desired: mine, ordering: .acquiringAndReleasing)
+        if exchanged { return mine }
+        Unmanaged<Block>.fromOpaque(mine).release()
+        return current!
+    }
+}
