@@ -20,12 +20,11 @@ final class BlockCell: @unchecked Sendable {
         if let p = published.load(ordering: .acquiring) { Unmanaged<Block>.fromOpaque(p).release() }
     }
 
-    /// Calls `body` with the block, read with `read` by the first call. The block lives as
-    /// long as the cell (the segment's reader holds it), so no reference is counted here.
+    /// The block, read with `read` by the first call, unretained: it lives as long as the cell
+    /// (the segment's reader holds it), so reads count no references to it.
     @inline(__always)
-    func withBlock<R>(_ read: () throws -> Block, _ body: (Block) throws -> R) throws -> R {
-        let p = try published.load(ordering: .acquiring) ?? publish(read())
-        return try Unmanaged<Block>.fromOpaque(p)._withUnsafeGuaranteedRef { try body($0) }
+    func block(_ read: () throws -> Block) rethrows -> Unmanaged<Block> {
+        Unmanaged<Block>.fromOpaque(try published.load(ordering: .acquiring) ?? publish(read()))
     }
 
     /// Whether a read has loaded the block (what tests see).

@@ -189,19 +189,24 @@ final class SegmentReader: @unchecked Sendable {
 
     /// The filter block's bytes, read and checked by the first call.
     @inline(__always) private func filterBytes() throws -> UnsafeRawBufferPointer {
-        try filterCell.withBlock({
+        try filterCell.block {
             try Self.readBlock(file: file, path: path, handle: filterHandle, parseRestarts: false, once: true,
                                alignment: BloomFilter.lineBytes)
-        }) { $0.contents }
+        }._withUnsafeGuaranteedRef { $0.contents }
+    }
+
+    /// The index block, read and checked by the first call; unretained (``BlockCell``).
+    @inline(__always) private func indexBlock() throws -> Unmanaged<Block> {
+        try indexCell.block { try Self.readBlock(file: file, path: path, handle: indexHandle, once: true) }
     }
 
     /// Calls `body` with the index block, read and checked by the first call.
-    @inline(__always) func withIndex<R>(_ body: (Block) throws -> R) throws -> R {
-        try indexCell.withBlock({ try Self.readBlock(file: file, path: path, handle: indexHandle, once: true) }, body)
+    func withIndex<R>(_ body: (Block) throws -> R) throws -> R {
+        try indexBlock()._withUnsafeGuaranteedRef { try body($0) }
     }
 
     /// How many entries the index has: one per data block.
-    func indexEntryCount() throws -> Int { try withIndex { $0.restartCount } }
+    func indexEntryCount() throws -> Int { try indexBlock()._withUnsafeGuaranteedRef { $0.restartCount } }
 
     /// Reads the filter block if no probe has yet, checking its checksum: what verification
     /// asks of a segment, since an open no longer reads it.
@@ -226,10 +231,10 @@ final class SegmentReader: @unchecked Sendable {
     /// the blocks of many keys before searching any.
     func blockHandle(lookupKey: UnsafeRawBufferPointer, hash: UInt64) throws -> BlockHandle? {
         guard try mayContain(hash: hash) else { return nil }
-        return try withIndex { index in
-            guard let position = indexPosition(lookupKey, in: index) else { throw indexCorruption }
-            return position < index.restartCount ? try blockHandle(atIndexEntry: position, in: index) : nil
-        }
+        let index = try indexBlock()
+        guard let position = index._withUnsafeGuaranteedRef({ indexPosition(lookupKey, in: $0) }) else { throw indexCorruption }
+        guard position < index._withUnsafeGuaranteedRef({ $0.restartCount }) else { return nil }
+        return try blockHandle(atIndexEntry: position, in: index)
     }
 
     /// The index summary, built now if no read has built it yet (what tests and inspection see).
@@ -239,7 +244,7 @@ final class SegmentReader: @unchecked Sendable {
     /// smaller); nil when the index block is malformed.
     @inline(__always)
     func indexPosition(_ lookupKey: UnsafeRawBufferPointer) throws -> Int? {
-        try withIndex { indexPosition(lookupKey, in: $0) }
+        try indexBlock()._withUnsafeGuaranteedRef { indexPosition(lookupKey, in: $0) }
     }
 
     @inline(__always)
@@ -251,13 +256,15 @@ final class SegmentReader: @unchecked Sendable {
     /// Point reads and ``SegmentIterator`` both read index entries through this.
     @inline(__always)
     func blockHandle(atIndexEntry position: Int) throws -> BlockHandle {
-        try withIndex { try blockHandle(atIndexEntry: position, in: $0) }
+        try blockHandle(atIndexEntry: position, in: indexBlock())
     }
 
     @inline(__always)
-    private func blockHandle(atIndexEntry position: Int, in index: Block) throws -> BlockHandle {
-        if let handle = indexSummary.withSummary(of: index, { $0?.handle(position) }) { return handle }
-        guard let value = index.indexEntryValue(position) else { throw indexCorruption }
+    private func blockHandle(atIndexEntry position: Int, in index: Unmanaged<Block>) throws -> BlockHandle {
+        if let handle = index._withUnsafeGuaranteedRef({ index in indexSummary.withSummary(of: index) { $0?.handle(position) } }) {
+            return handle
+        }
+        guard let value = index._withUnsafeGuaranteedRef({ $0.indexEntryValue(position) }) else { throw indexCorruption }
         return try handle(fromIndexValue: value)
     }
 
