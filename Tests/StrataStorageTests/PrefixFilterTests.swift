@@ -1,6 +1,7 @@
 import Testing
 @testable import StrataStorage
 import StrataTesting
+import StrataTestSupport
 
 /// Prefix filters (`EngineOptions.prefixFilters`, SPEC §6.3): a prefix seek gives what a plain
 /// prefix scan gives, while skipping the segments that hold no key with the prefix, and never
@@ -112,6 +113,35 @@ import StrataTesting
         let e = try Engine.open(directory: Self.dir, options: Self.options(fs, filtered: false))
         defer { e.close() }
         try Self.check(e, groups: 0..<150, model: model)
+    }
+
+    /// A prefix read collects every version of every key under the prefix: up to 128 on the
+    /// stack, the rest on the heap. Around that number, with versions in the memtable and in
+    /// several segments, deletions, and a snapshot that still sees older versions, it gives
+    /// what a plain prefix scan gives.
+    @Test(arguments: [100, 128, 129, 400])
+    func prefixReadsOfMoreVersionsThanTheStackHoldsMatchScans(versions: Int) throws {
+        let fs = InMemoryFileSystem()
+        let e = try Engine.open(directory: Self.dir, options: Self.options(fs, filtered: true))
+        defer { e.close() }
+        let ks = try e.keySpace(named: "edges")
+        var rng = SplitMix64(state: UInt64(versions))
+        var snapshot: Snapshot?
+        for written in 0..<versions {
+            var batch = WriteBatch()
+            let k = Self.groupKey(7, Int(rng.next() % UInt64(max(1, versions / 3))))
+            if rng.next() % 5 == 0 { batch.delete(k, in: ks) } else { batch.put(k, bytes("v\(written)"), in: ks) }
+            batch.put(Self.groupKey(8, written), bytes("other"), in: ks)
+            try e.write(batch)
+            if written % 37 == 36 { try e.flush() }
+            if written == versions / 2 { snapshot = try e.snapshot() }
+        }
+        for s in [nil, snapshot] {
+            var viaKeys: [[UInt8]] = []
+            try e.forEachKey(in: ks, prefix: Self.prefix(7), suffixBytes: Self.suffixBytes, snapshot: s) { viaKeys.append(Array($0)) }
+            #expect(viaKeys == (try Self.keys(try e.makeIterator(in: ks, prefix: Self.prefix(7), snapshot: s))))
+        }
+        snapshot?.release()
     }
 
     @Test func anOutOfRangeSuffixIsATypedError() throws {

@@ -28,10 +28,9 @@ extension Engine {
         let keyBytes = prefix.count + suffixBytes
         // Every version of every key of that length: (suffix as a big-endian integer, so that
         // integers order as the keys do; trailer). On the stack up to 128 of them (an object's
-        // edges, mostly), on the heap beyond: a heap buffer of that size was a large-bin
-        // allocation, and each one made malloc consolidate the small chunks the decoded objects
-        // of the read before had freed (a twentieth of a backlink read).
-        try withUnsafeTemporaryAllocation(of: PrefixKeyVersion.self, capacity: 128) { stack in
+        // edges, mostly; see ``PrefixKeyVersionStack``), on the heap beyond.
+        var room = PrefixKeyVersionStack()
+        try room.withBuffer { stack in
             var versions = PrefixKeyVersions(stack: stack)
             // Sorted as collected, most often: see below.
             var inOrder = true
