@@ -37,8 +37,6 @@ final class SegmentWriter {
     @exclusivity(unchecked) private var lastUserKey: [UInt8] = []
     @exclusivity(unchecked) private var hasLastUserKey = false
     @exclusivity(unchecked) private var compressScratch: [UInt8] = []
-    /// Made at the first compressed block: a segment of id blocks or raw blocks needs none.
-    @exclusivity(unchecked) private var compressor: BlockCompressor?
     /// The uncompressed-length prefix of a compressed block, reused from block to block.
     @exclusivity(unchecked) private var lengthPrefix = ByteWriter(capacity: 10)
     @exclusivity(unchecked) private var properties: SegmentProperties
@@ -178,9 +176,9 @@ final class SegmentWriter {
             let kept = compressScratch.withUnsafeMutableBytes { dst -> Int? in
                 let at = lengthPrefix.count
                 lengthPrefix.bytes.withUnsafeBytes { dst.copyMemory(from: $0) }
-                let compressor = self.compressor ?? BlockCompressor()
-                self.compressor = compressor
-                let n = compressor.compress(contents, into: UnsafeMutableRawBufferPointer(rebasing: dst[at..<(at + bound)]))
+                let n = Int(LZ4_compress_default(contents.baseAddress!.assumingMemoryBound(to: CChar.self),
+                                                 (dst.baseAddress! + at).assumingMemoryBound(to: CChar.self),
+                                                 Int32(contents.count), Int32(bound)))
                 // Keep compression only when it saves at least 1/8: decompressing costs reads.
                 return n > 0 && at + n < contents.count - contents.count / 8 ? at + n : nil
             }
