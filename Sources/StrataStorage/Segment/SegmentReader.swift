@@ -189,10 +189,10 @@ final class SegmentReader: @unchecked Sendable {
 
     /// The filter block's bytes, read and checked by the first call.
     @inline(__always) private func filterBytes() throws -> UnsafeRawBufferPointer {
-        try filterCell.block {
+        try filterCell.contents {
             try Self.readBlock(file: file, path: path, handle: filterHandle, parseRestarts: false, once: true,
                                alignment: BloomFilter.lineBytes)
-        }._withUnsafeGuaranteedRef { $0.contents }
+        }
     }
 
     /// The index block, read and checked by the first call; unretained (``BlockCell``).
