@@ -121,7 +121,7 @@ if [ $full = 1 ] && wanted asan; then
     # `$s` matched nothing (a run on 7da250c reported the leak).
     printf 'leak:libXCTest.so\nleak:Foundation7ProcessC3run\n' > "$suppressions"
     step asan "soak:|AddressSanitizer|Test run" env STRATA_SOAK_SECONDS=60 LSAN_OPTIONS=suppressions=$suppressions swift test --skip-build \
-        --sanitize=address --scratch-path .build-asan --filter "SoakTests|SnapshotAndConcurrencyTests|ConcurrencyTests|ObservationTests|FuzzCorpusTests|SegmentTests|MappedFaultTests|CrashModelTests"
+        --sanitize=address --scratch-path .build-asan --filter "SoakTests|SnapshotAndConcurrencyTests|ConcurrencyTests|ObservationTests|FuzzCorpusTests|SegmentTests|MappedFaultTests|CrashModelTests|BlockCellTests|BlockLookupTests|PrefixFilterTests"
 fi
 if [ "$fuzz_runs" -gt 0 ] && wanted fuzz; then
     for target in wal walChecked manifest manifestChecked segment segmentChecked block footer store object entityRecord; do

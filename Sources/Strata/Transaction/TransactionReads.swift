@@ -118,8 +118,8 @@ extension Transaction {
                 // read, which resolves versions once instead of merging at every step.
                 // Room for 120 ids: under 1 KiB with the array's header. A request of 1 KiB or
                 // more makes glibc's malloc consolidate its fast bins, full of the objects the
-                // previous read freed: with 128, that was a tenth of the backlink phase's
-                // instructions (callgrind, scale 0.1), in malloc's slow paths.
+                // previous read freed: 120 instead of 128 saved 1.4% of the backlink phase's
+                // instructions (callgrind, scale 0.1: 19.74 G -> 19.47 G).
                 ids.reserveCapacity(120)
                 try engine.forEachKey(in: edges, prefix: lower, suffixBytes: suffixBytes, snapshot: snapshot, collect)
             } else {

@@ -38,8 +38,8 @@ extension Engine {
         let stride = longest + InternalKey.trailerBytes
         // The group's state on the stack, not in five heap arrays: a batched read comes between
         // the decoding of many objects, whose freed memory fills malloc's fast bins, and a
-        // request from these sizes then made malloc consolidate them: 5.7% of the backlink
-        // phase's instructions (callgrind, scale 0.1).
+        // request from these sizes then made malloc consolidate them. Moving them here saved
+        // 2.6% of the backlink phase's instructions (callgrind, scale 0.1: 20.26 G -> 19.74 G).
         try withUnsafeTemporaryAllocation(byteCount: stride * group, alignment: 8) { lookupBuffers in
             try withUnsafeTemporaryAllocation(of: UnsafeRawBufferPointer?.self, capacity: group) { found in
                 try withUnsafeTemporaryAllocation(of: PendingRead?.self, capacity: group) { pending in

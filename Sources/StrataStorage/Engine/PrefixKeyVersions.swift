@@ -15,12 +15,11 @@ struct PrefixKeyVersion {
 /// small chunks the objects of the read before had freed, 2.5% of the backlink phase's
 /// instructions in `malloc_consolidate` alone (callgrind, scale 0.1).
 struct PrefixKeyVersionStack {
-    static let capacity = 128
     private var storage: (SIMD64<UInt64>, SIMD64<UInt64>, SIMD64<UInt64>, SIMD64<UInt64>) = (.zero, .zero, .zero, .zero)
 
     init() {}
 
-    /// Calls `body` with the room as a buffer of ``capacity`` versions.
+    /// Calls `body` with the room as a buffer of 128 versions.
     mutating func withBuffer<R>(_ body: (UnsafeMutableBufferPointer<PrefixKeyVersion>) throws -> R) rethrows -> R {
         try withUnsafeMutableBytes(of: &storage) { raw in try body(raw.bindMemory(to: PrefixKeyVersion.self)) }
     }
