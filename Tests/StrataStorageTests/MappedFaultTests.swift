@@ -76,8 +76,8 @@ import Testing
     }
     #endif
 
-    /// Uncompressed blocks are copied out of the mapping; compressed ones are checked and
-    /// decompressed where they lie in it: both kinds of read must survive the truncation.
+    /// Raw and lz4-compressed blocks alike are copied out of the mapping before they are
+    /// checked (and decompressed): reads of both kinds must survive the truncation.
     @Test(arguments: [false, true])
     func readsOfSegmentsTruncatedByAnotherProcessThrowAndNeverCrash(compressed: Bool) throws {
         let dir = TemporaryDirectory()
