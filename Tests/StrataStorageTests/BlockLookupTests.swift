@@ -48,7 +48,7 @@ import StrataTestSupport
             for e in entries {
                 e.key.withUnsafeBytes { k in e.value.withUnsafeBytes { v in builder.add(key: k, value: v) } }
             }
-            let block = try IdBlockTests.decode(builder.finish(), allowIdLayout: false)
+            let block = try IdBlockTests.decode(builder.finish(), idFormat: .none)
             for _ in 0..<120 {
                 // Half the targets are stored user keys, the rest any key of the alphabet.
                 let user = rng.next() % 2 == 0 ? entries[Int(rng.next() % UInt64(entries.count))].userKey

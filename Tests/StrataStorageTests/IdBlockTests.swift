@@ -134,15 +134,18 @@ import StrataTesting
     }
 
     /// Stores written in every earlier segment format open and read the same with id blocks
-    /// turned on; their compaction then writes format 4 with id blocks.
-    @Test(arguments: [1, 2, 3] as [UInt32])
+    /// turned on (format 4's id blocks without entry checksums among them); their compaction
+    /// then writes the current format, with checked id blocks read one entry at a time.
+    @Test(arguments: [1, 2, 3, 4] as [UInt32])
     func segmentsOfEarlierFormatsKeepReading(format: UInt32) throws {
         let fs = InMemoryFileSystem()
         let old = try Engine.open(directory: Self.dir, options: Self.options(fs, idBlocks: true, format: format))
-        let (model, snapshot, _) = try Self.workload(old, seed: 9)
+        let (model, snapshot, atSnapshot) = try Self.workload(old, seed: 9)
+        try Self.check(old, atSnapshot, snapshot: snapshot)
         snapshot.release()
         old.close()
-        #expect(try Self.blockLayouts(fs).id == 0)
+        #expect(try Self.blockLayouts(fs).id == (format < 4 ? 0 : Self.blockLayouts(fs).id))
+        if format == 4 { #expect(try Self.blockLayouts(fs).id > 0) }
         let e = try Engine.open(directory: Self.dir, options: Self.options(fs, idBlocks: true))
         try Self.check(e, model)
         _ = try e.compact()
@@ -164,10 +167,10 @@ import StrataTesting
         return b.withFinishedContents { Array($0) }
     }
 
-    static func decode(_ bytes: [UInt8], allowIdLayout: Bool = true) throws -> Block {
+    static func decode(_ bytes: [UInt8], idFormat: IdBlockFormat = .checked) throws -> Block {
         let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bytes.count), alignment: 8)
         bytes.withUnsafeBytes { if !$0.isEmpty { storage.copyMemory(from: $0) } }
-        return try Block(taking: storage, contentsCount: bytes.count, file: "b", offset: 0, allowIdLayout: allowIdLayout)
+        return try Block(taking: storage, contentsCount: bytes.count, file: "b", offset: 0, idFormat: idFormat)
     }
 
     /// The fuzzers' seeds for the id layout (`block`: a dense and a sparse block; `segment`: a
@@ -246,7 +249,7 @@ import StrataTesting
         func set32(_ b: inout [UInt8], _ at: Int, _ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { for i in 0..<4 { b[at + i] = $0[i] } } }
         func set64(_ b: inout [UInt8], _ at: Int, _ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { for i in 0..<8 { b[at + i] = $0[i] } } }
         let footer = n - IdBlockLayout.footerBytes
-        let entries = footer - 4 - 20 * IdBlockLayout.entryBytes
+        let entries = footer - 4 - 20 * IdBlockLayout.checkedEntryBytes
         let damaged: [(String, ([UInt8]) -> [UInt8])] = [
             ("count 0", { var b = $0; set32(&b, footer + 8, 0); return b }),
             ("count huge", { var b = $0; set32(&b, footer + 8, .max); return b }),
@@ -256,18 +259,119 @@ import StrataTesting
             ("ids out of order", { var b = $0; set64(&b, entries - 8, 0); return b }),
             ("value offset", { var b = $0; set32(&b, entries + 8, .max); return b }),
             ("value size", { var b = $0; set32(&b, entries + 12, .max - 3); return b }),
-            ("dense id range", { var b = $0; set32(&b, footer + 16, 0); set64(&b, footer, .max - 3); return b }),
+            ("dense id range", { var b = $0; set32(&b, footer + 16, IdBlockLayout.checkedFlag); set64(&b, footer, .max - 3); return b }),
+            ("checked flag missing", { var b = $0; set32(&b, footer + 16, IdBlockLayout.sparseFlag); return b }),
             ("too short", { Array($0.suffix(20)) }),
         ]
         for (name, damage) in damaged {
             #expect(throws: StorageError.self, "\(name)") { _ = try Self.decode(damage(good)) }
         }
-        #expect(throws: StorageError.self) { _ = try Self.decode(good, allowIdLayout: false) }
+        #expect(throws: StorageError.self) { _ = try Self.decode(good, idFormat: .none) }
+        // A format 5 block is not a format 4 one (its entries are longer), nor the other way round.
+        #expect(throws: StorageError.self) { _ = try Self.decode(good, idFormat: .plain) }
+        var plain = IdBlockBuilder(checked: false)
+        for id in UInt64(1)...5 {
+            let key = [0, 0, 0, 1] + withUnsafeBytes(of: id.bigEndian) { Array($0) } + withUnsafeBytes(of: InternalKey.trailer(sequence: id, kind: .value).littleEndian) { Array($0) }
+            _ = key.withUnsafeBytes { k in [UInt8(id)].withUnsafeBytes { v in plain.add(key: k, value: v) } }
+        }
+        let plainBytes = plain.withFinishedContents { Array($0) }
+        #expect(try Self.decode(plainBytes, idFormat: .plain).idLayout?.count == 5)
+        #expect(throws: StorageError.self) { _ = try Self.decode(plainBytes, idFormat: .checked) }
+        // An entry's checksum covers its key, trailer and value: each changed byte of them fails it.
+        // (The layout points into its block: the block stays alive while it is used.)
+        let goodBlock = try Self.decode(good)
+        withExtendedLifetime(goodBlock) { #expect(goodBlock.idLayout?.firstDamagedEntry() == nil) }
+        for at in [0, 3, entries + 1, entries + 16] {
+            var b = good
+            b[at] ^= 0x01
+            if let block = try? Self.decode(b) {
+                withExtendedLifetime(block) { #expect(block.idLayout?.firstDamagedEntry() != nil, "byte \(at)") }
+            }
+        }
         // Every single-byte change decodes or fails typed; what decodes reads without a trap.
         for i in 0..<n {
             var b = good
             b[i] ^= 0x5A
             b.withUnsafeBytes { _FuzzTarget.block.run($0) }
         }
+    }
+
+    /// Format 5 point reads copy one entry out of the segment file: after a reopen, reading
+    /// every object touches no data block through the block cache, and gives what the model says
+    /// (present, removed, absent ids; a batched read too).
+    @Test func pointReadsOfCheckedIdBlocksSkipTheBlockCache() throws {
+        let fs = InMemoryFileSystem()
+        let e = try Engine.open(directory: Self.dir, options: Self.options(fs, idBlocks: true))
+        let ks = try e.keySpace(named: "objects")
+        var model: [[UInt8]: [UInt8]] = [:]
+        for round in 0..<4 {
+            var batch = WriteBatch()
+            for id in UInt64(1)...300 where (id + UInt64(round)) % 7 != 0 {
+                let v = Array("object \(id) round \(round)".utf8)
+                batch.put(Self.idKey(1, id), v, in: ks)
+                model[Self.idKey(1, id)] = v
+            }
+            for id in stride(from: UInt64(5), through: 300, by: 11) {
+                batch.delete(Self.idKey(1, id), in: ks)
+                model[Self.idKey(1, id)] = nil
+            }
+            try e.write(batch)
+            try e.flush()
+        }
+        _ = try e.compact()
+        e.close()
+        let reopened = try Engine.open(directory: Self.dir, options: Self.options(fs, idBlocks: true))
+        defer { reopened.close() }
+        let objects = try reopened.keySpace(named: "objects")
+        let before = reopened.statistics().sinceOpen
+        for id in UInt64(0)...310 {
+            #expect(try reopened.get(Self.idKey(1, id), in: objects) == model[Self.idKey(1, id)], "id \(id)")
+        }
+        var keys = KeyList()
+        for id in UInt64(0)...310 { keys.append(Self.idKey(1, id)) }
+        try reopened.visitValues(forKeys: keys, in: objects) { i, value in
+            #expect(value.map(Array.init) == model[Self.idKey(1, UInt64(i))], "batched id \(i)")
+        }
+        let after = reopened.statistics().sinceOpen
+        #expect(after.blockCacheMisses == before.blockCacheMisses)
+        #expect(after.blockCacheHits == before.blockCacheHits)
+        #expect(after.bytesRead > before.bytesRead)
+    }
+
+    /// A changed byte in an id block entry or its value is caught by the entry's own checksum on
+    /// the read that copies it, also when the block's checksum was made to match (so that only
+    /// the entry's can tell), and `verify` names it.
+    @Test func aDamagedEntryIsCorruptionOnItsRead() throws {
+        let fs = InMemoryFileSystem()
+        let e = try Engine.open(directory: Self.dir, options: Self.options(fs, idBlocks: true))
+        let ks = try e.keySpace(named: "objects")
+        var batch = WriteBatch()
+        for id in UInt64(1)...20 { batch.put(Self.idKey(3, id), Array("value-\(id)".utf8), in: ks) }
+        try e.write(batch)
+        try e.flush()
+        e.close()
+        let name = try #require(try fs.listDirectory(Self.dir).first { $0.hasSuffix(".seg") })
+        let path = Self.dir + "/" + name
+        let original = try #require(fs.contents(of: path))
+        // Where id 7's value lies: the only occurrence of its bytes.
+        let needle = Array("value-7".utf8)
+        let at = try #require((0...(original.count - needle.count)).first { Array(original[$0..<($0 + needle.count)]) == needle })
+        for fixBlockChecksum in [false, true] {
+            var damaged = original
+            damaged[at + 3] ^= 0x20
+            if fixBlockChecksum { ChecksumFixup.fixSegment(&damaged) }
+            try fs.removeFile(path)
+            try DecoderProbe.write(damaged, to: path, in: fs)
+            let reopened = try Engine.open(directory: Self.dir, options: Self.options(fs, idBlocks: true))
+            let objects = try reopened.keySpace(named: "objects")
+            #expect(throws: StorageError.self) { _ = try reopened.get(Self.idKey(3, 7), in: objects) }
+            // The other entries still read.
+            #expect(try reopened.get(Self.idKey(3, 8), in: objects) == Array("value-8".utf8))
+            reopened.close()
+            let report = try Engine.verify(directory: Self.dir, fileSystem: fs)
+            #expect(!report.isClean)
+        }
+        try fs.removeFile(path)
+        try DecoderProbe.write(original, to: path, in: fs)
     }
 }

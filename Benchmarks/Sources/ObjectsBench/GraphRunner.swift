@@ -24,12 +24,20 @@ func runGraph<S: GraphSystem>(_: S.Type, directory: String, sizes: GraphData.Siz
         let r = try body()
         m.seconds[phase.rawValue] = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         m.operations[phase.rawValue] = operations
-        // STRATA_BENCH_RSS=1 prints the resident memory after each phase (which phase sets
-        // the peak, and how much of it is mapped file pages rather than the heap).
-        if ProcessInfo.processInfo.environment["STRATA_BENCH_RSS"] == "1",
-           let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) {
+        // Resident memory at each phase's end, split into anonymous memory (the heap, caches)
+        // and file-backed pages (mapped segments: page cache the kernel can reclaim); the
+        // largest of each is reported. STRATA_BENCH_RSS=1 also prints them per phase.
+        if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) {
             let fields = status.split(separator: "\n").filter { ["VmHWM", "VmRSS", "RssAnon", "RssFile"].contains($0.split(separator: ":").first ?? "") }
-            FileHandle.standardError.write("\(phase.rawValue): \(fields.map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }.joined(separator: ", "))\n".data(using: .utf8)!)
+            func kilobytes(_ name: String) -> Int64 {
+                guard let line = fields.first(where: { $0.hasPrefix(name + ":") }) else { return 0 }
+                return Int64(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
+            }
+            m.peakAnonBytes = max(m.peakAnonBytes, kilobytes("RssAnon") * 1024)
+            m.peakFileBytes = max(m.peakFileBytes, kilobytes("RssFile") * 1024)
+            if ProcessInfo.processInfo.environment["STRATA_BENCH_RSS"] == "1" {
+                FileHandle.standardError.write("\(phase.rawValue): \(fields.map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }.joined(separator: ", "))\n".data(using: .utf8)!)
+            }
         }
         return r
     }
@@ -127,7 +135,9 @@ func runGraphComparison(sizes: GraphData.Sizes, scale: Double, reps: Int, only o
         let ms = results[name]!
         let sums = ms[0].checksums.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         print("\(name): disk \(String(format: "%.1f", median(ms.map { Double($0.diskBytes) / 1e6 }))) MB, "
-              + "peak RSS \(Int(median(ms.map { Double($0.peakRSSBytes) / 1e6 }))) MB; checksums: \(sums)")
+              + "peak RSS \(Int(median(ms.map { Double($0.peakRSSBytes) / 1e6 }))) MB "
+              + "(at phase ends, peak anonymous \(Int(median(ms.map { Double($0.peakAnonBytes) / 1e6 }))) MB, "
+              + "peak file-backed \(Int(median(ms.map { Double($0.peakFileBytes) / 1e6 }))) MB); checksums: \(sums)")
     }
     if systems.count == 2, results["strata"]![0].checksums != results["grdb"]![0].checksums {
         print("CHECKSUMS DIFFER: the systems did not do the same work")

@@ -123,4 +123,7 @@ struct GraphMeasurement: Codable {
     var checksums: [String: Int64] = [:]
     var diskBytes: Int64 = 0
     var peakRSSBytes: Int64 = 0
+    /// The largest RssAnon and RssFile of /proc/self/status seen at a phase's end.
+    var peakAnonBytes: Int64 = 0
+    var peakFileBytes: Int64 = 0
 }

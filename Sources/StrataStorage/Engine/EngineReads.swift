@@ -15,10 +15,12 @@ extension Engine {
                              _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         // The lookup itself is not generic: an unspecialised generic caller would otherwise ask
         // the runtime for `Optional<R>` and `Result<R, Error>` metadata on every read.
-        let found = try locate(key, in: keySpace, snapshot: snapshot)
-        guard let owner = found.owner else { return nil }
-        defer { SanitizerEdges.release(owner) }
-        return try withExtendedLifetime(owner) { try body(found.bytes) }
+        try withUnsafeTemporaryAllocation(byteCount: Self.pointReadValueBytes, alignment: 8) { valueBuffer in
+            let found = try locate(key, in: keySpace, snapshot: snapshot, valueBuffer: valueBuffer)
+            guard let owner = found.owner else { return nil }
+            defer { SanitizerEdges.release(owner) }
+            return try withExtendedLifetime(owner) { try body(found.bytes) }
+        }
     }
 
     /// Calls `body` with the stored value's bytes, without copying them; returns false (and does
@@ -26,23 +28,31 @@ extension Engine {
     /// runtime type lookups per read. The bytes are valid only inside `body`.
     public func visitValue(forKey key: UnsafeRawBufferPointer, in keySpace: KeySpace, snapshot: Snapshot? = nil,
                            _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
-        let found = try locate(key, in: keySpace, snapshot: snapshot)
-        guard let owner = found.owner else { return false }
-        // A value in a memtable was read through the view that owns it: see `ReadView.readerDone`.
-        defer { SanitizerEdges.release(owner) }
-        try withExtendedLifetime(owner) { try body(found.bytes) }
-        return true
+        try withUnsafeTemporaryAllocation(byteCount: Self.pointReadValueBytes, alignment: 8) { valueBuffer in
+            let found = try locate(key, in: keySpace, snapshot: snapshot, valueBuffer: valueBuffer)
+            guard let owner = found.owner else { return false }
+            // A value in a memtable was read through the view that owns it: see `ReadView.readerDone`.
+            defer { SanitizerEdges.release(owner) }
+            try withExtendedLifetime(owner) { try body(found.bytes) }
+            return true
+        }
     }
 
+    /// Bytes of the buffer a point read copies an id block entry's value into (on the stack:
+    /// larger temporary allocations go to the heap). A larger value is read through its block.
+    static let pointReadValueBytes = 1024
+
     /// Where a read found its value: `bytes` stay valid while `owner` (a memtable view or a
-    /// cached block) is alive. No owner: the key is absent or deleted.
+    /// cached block) is alive, or lie in the caller's value buffer (owner: the view). No owner:
+    /// the key is absent or deleted.
     struct ValueLocation {
         var owner: AnyObject?
         var bytes: UnsafeRawBufferPointer
         static var absent: ValueLocation { ValueLocation(owner: nil, bytes: UnsafeRawBufferPointer(start: nil, count: 0)) }
     }
 
-    func locate(_ key: UnsafeRawBufferPointer, in keySpace: KeySpace, snapshot: Snapshot?) throws -> ValueLocation {
+    func locate(_ key: UnsafeRawBufferPointer, in keySpace: KeySpace, snapshot: Snapshot?,
+                valueBuffer: UnsafeMutableRawBufferPointer) throws -> ValueLocation {
         try checkOpen()
         guard key.count <= StorageLimits.maxKeyBytes else {
             throw StorageError.keyTooLarge(size: key.count, limit: StorageLimits.maxKeyBytes)
@@ -64,24 +74,47 @@ extension Engine {
         let stackCapacity = 256
         if lookupBytes <= stackCapacity {
             return try withUnsafeTemporaryAllocation(byteCount: stackCapacity, alignment: 8) { buf -> ValueLocation in
-                try locateInSegments(key, lookupBuffer: buf, keySpaceId: keySpace.id, view: view, sequence: sequence, hash: hash)
+                try locateInSegments(key, lookupBuffer: buf, valueBuffer: valueBuffer, keySpaceId: keySpace.id, view: view,
+                                     sequence: sequence, hash: hash)
             }
         }
         let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: lookupBytes, alignment: 8)
         defer { buf.deallocate() }
-        return try locateInSegments(key, lookupBuffer: buf, keySpaceId: keySpace.id, view: view, sequence: sequence, hash: hash)
+        return try locateInSegments(key, lookupBuffer: buf, valueBuffer: valueBuffer, keySpaceId: keySpace.id, view: view,
+                                    sequence: sequence, hash: hash)
     }
 
+    /// The segments' part of a point read. A segment of format 5 first tries to copy the key's
+    /// id block entry into `valueBuffer` (``SegmentReader/readIdEntry(lookupKey:into:)``); the
+    /// value then lies there, owned by `view`.
     func locateInSegments(_ key: UnsafeRawBufferPointer, lookupBuffer buf: UnsafeMutableRawBufferPointer,
-                                  keySpaceId: UInt32, view: ReadView, sequence: UInt64, hash: UInt64) throws -> ValueLocation {
+                          valueBuffer: UnsafeMutableRawBufferPointer, keySpaceId: UInt32, view: ReadView, sequence: UInt64,
+                          hash: UInt64) throws -> ValueLocation {
         if key.count > 0 { buf.baseAddress!.copyMemory(from: key.baseAddress!, byteCount: key.count) }
         buf.storeBytes(of: InternalKey.seekTrailer(sequence: sequence).littleEndian, toByteOffset: key.count, as: UInt64.self)
         let lookup = UnsafeRawBufferPointer(start: buf.baseAddress, count: key.count + InternalKey.trailerBytes)
         var outcome: SegmentLookup?
+        var copied = -1
         try view.version.candidates(for: key, in: keySpaceId) { segment in
-            outcome = try segment.reader.get(lookupKey: lookup, hash: hash)
+            let reader = segment.reader
+            if reader.idFormat == .checked {
+                switch try reader.readIdEntry(lookupKey: lookup, into: valueBuffer) {
+                case let .found(count):
+                    copied = count
+                    return true
+                case .deleted:
+                    outcome = .deleted
+                    return true
+                case .absent:
+                    return false
+                case .undecided:
+                    break
+                }
+            }
+            outcome = try reader.get(lookupKey: lookup, hash: hash)
             return outcome != nil
         }
+        if copied >= 0 { return ValueLocation(owner: view, bytes: UnsafeRawBufferPointer(rebasing: valueBuffer[0..<copied])) }
         guard case let .found(block, offset, count)? = outcome else { return .absent }
         return ValueLocation(owner: block, bytes: UnsafeRawBufferPointer(rebasing: block.contents[offset..<(offset + count)]))
     }

@@ -19,6 +19,8 @@ final class Block: @unchecked Sendable {
     private let headWord: UInt64
     private let headCount: UInt16
     private let idSparse: Bool
+    /// An id block of format 5: entries carry their own checksums.
+    private let idChecked: Bool
     /// Bytes of the allocation, for the cache's charge.
     private let allocated: Int32
 
@@ -35,15 +37,15 @@ final class Block: @unchecked Sendable {
     var idLayout: IdBlockLayout? {
         guard idCount > 0 else { return nil }
         return IdBlockLayout(contents: contents, count: Int(idCount), firstId: firstId, isSparse: idSparse,
-                             entriesOffset: Int(restartsAt), headCount: Int(headCount), headWord: headWord)
+                             entriesOffset: Int(restartsAt), headCount: Int(headCount), headWord: headWord, isChecked: idChecked)
     }
 
     /// Takes ownership of `storage`, whose first `contentsCount` bytes are the block.
     /// Throws corruption when the restart array does not fit; `storage` is freed then.
-    /// - Parameter allowIdLayout: whether the block may be an id block (data blocks of segment
-    ///   format 4 and later).
+    /// - Parameter idFormat: which id layout the block may be in (data blocks of segment format
+    ///   4 and later, ``IdBlockFormat``).
     init(taking storage: UnsafeMutableRawBufferPointer, contentsCount: Int, file: String, offset: UInt64,
-         parseRestarts: Bool = true, allowIdLayout: Bool = false) throws {
+         parseRestarts: Bool = true, idFormat: IdBlockFormat = .none) throws {
         let contents = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(storage)[0..<contentsCount])
         // Everything is checked before any property is set: a class whose init throws after
         // full initialization runs its deinit, which would free `storage` a second time (found
@@ -55,12 +57,12 @@ final class Block: @unchecked Sendable {
         // Block handles are below 2^31 and decompressed sizes below 2^28 (SegmentReader).
         guard storage.count <= Int(Int32.max), contentsCount <= storage.count else { throw fail("block too large") }
         var restartsAt = 0, restarts = 0, idCount = 0, firstId: UInt64 = 0, headWord: UInt64 = 0, headCount = 0
-        var sparse = false
+        var sparse = false, checked = false
         // A raw payload (filter, properties) has no entries to iterate: nothing to parse.
         if parseRestarts {
             guard contentsCount >= 4 else { throw fail("block too short") }
-            if allowIdLayout && IdBlockLayout.hasMarker(contents) {
-                switch IdBlockLayout.decode(contents) {
+            if idFormat != .none && IdBlockLayout.hasMarker(contents) {
+                switch IdBlockLayout.decode(contents, checked: idFormat == .checked) {
                 case let .success(layout):
                     restartsAt = layout.entriesOffset
                     idCount = layout.count
@@ -68,6 +70,7 @@ final class Block: @unchecked Sendable {
                     headWord = layout.headWord
                     headCount = layout.headCount
                     sparse = layout.isSparse
+                    checked = layout.isChecked
                 case let .failure(damage):
                     throw fail(damage.reason)
                 }
@@ -92,6 +95,7 @@ final class Block: @unchecked Sendable {
         self.headWord = headWord
         self.headCount = UInt16(headCount)
         idSparse = sparse
+        idChecked = checked
         allocated = Int32(storage.count)
     }
 

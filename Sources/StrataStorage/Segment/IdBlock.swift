@@ -1,13 +1,32 @@
 import CStrataSupport
 
-/// The id-addressed layout of a data block (segment format 4, SPEC.md §6.1.1): a block whose
-/// user keys all share a head and end in an 8-byte big-endian id, one version each, with ids
-/// increasing. An entry is found by position instead of by a restart search:
+/// Which id-block layout a segment's data blocks may use (SPEC.md §6.1.1), by segment format.
+enum IdBlockFormat: Sendable {
+    /// Formats 1–3: no id blocks; a block ending in the id marker is damage.
+    case none
+    /// Format 4: 16-byte entries, no checksum of their own (the block's CRC covers them).
+    case plain
+    /// Format 5 and later: 20-byte entries ending in a checksum of the entry's key and value,
+    /// so that one entry can be read and verified without its block (``IdEntryReader``).
+    case checked
+
+    init(segmentFormat version: UInt32) {
+        self = version >= 5 ? .checked : version >= 4 ? .plain : .none
+    }
+
+    var entryBytes: Int { self == .checked ? IdBlockLayout.checkedEntryBytes : IdBlockLayout.entryBytes }
+}
+
+/// The id-addressed layout of a data block (segment formats 4 and 5, SPEC.md §6.1.1): a block
+/// whose user keys all share a head and end in an 8-byte big-endian id, one version each, with
+/// ids increasing. An entry is found by position instead of by a restart search:
 ///
 /// ```
 /// id block = value bytes | ids (u64 × m, sparse only) | entry × m | head (h bytes) | footer
-/// entry    = trailer (u64) | value offset (u32) | value size (u32)              16 bytes
-/// footer   = first id (u64) | m (u32) | h (u32) | flags (u32, bit 0 sparse) | 0 (u32)   24 bytes
+/// entry    = trailer (u64) | value offset (u32) | value size (u32)              16 bytes (format 4)
+///          | checksum (u32, format 5: masked CRC-32C of user key · trailer · value)  20 bytes
+/// footer   = first id (u64) | m (u32) | h (u32) | flags (u32) | 0 (u32)          24 bytes
+/// flags    = bit 0 sparse | bit 1 checked entries (set exactly in format 5)
 /// ```
 ///
 /// A dense block (ids `first … first + m - 1`, no gap) finds entry `id - first` by arithmetic:
@@ -20,8 +39,12 @@ import CStrataSupport
 /// lookups and the iterator index it without further checks.
 struct IdBlockLayout {
     static let footerBytes = 24
+    /// A format 4 entry.
     static let entryBytes = 16
+    /// A format 5 entry: a format 4 entry and its checksum.
+    static let checkedEntryBytes = 20
     static let sparseFlag: UInt32 = 1
+    static let checkedFlag: UInt32 = 2
 
     /// The block's contents (owned by its ``Block``).
     let contents: UnsafeRawBufferPointer
@@ -33,10 +56,13 @@ struct IdBlockLayout {
     /// The head's first (up to) 8 bytes as a little-endian word, zero-padded: a key's head is
     /// compared with it, without reading the head at the end of the block (another cache line).
     let headWord: UInt64
+    /// Format 5: each entry ends in its checksum (``checkedEntryBytes`` a piece).
+    let isChecked: Bool
 
+    @inline(__always) var entryStride: Int { isChecked ? Self.checkedEntryBytes : Self.entryBytes }
     /// Where the id array starts (sparse blocks only).
     var idsOffset: Int { isSparse ? entriesOffset - count * 8 : entriesOffset }
-    var headOffset: Int { entriesOffset + count * Self.entryBytes }
+    var headOffset: Int { entriesOffset + count * entryStride }
 
     /// Whether segments of this format may hold id blocks (the format that added them, 4, and later).
     static func isAllowed(inSegmentFormat version: UInt32) -> Bool { version >= 4 }
@@ -48,7 +74,10 @@ struct IdBlockLayout {
     }
 
     /// The layout, or why a field is out of range (the caller reports corruption).
-    static func decode(_ contents: UnsafeRawBufferPointer) -> Result<IdBlockLayout, IdBlockDamage> {
+    /// - Parameter checked: whether the block is of format 5 (entries with checksums; the
+    ///   footer's checked flag must say the same). The entries' checksums are not computed
+    ///   here: the block's own CRC has covered them; ``verifyEntries()`` does, for `verify`.
+    static func decode(_ contents: UnsafeRawBufferPointer, checked: Bool) -> Result<IdBlockLayout, IdBlockDamage> {
         let n = contents.count
         guard n >= footerBytes, loadFixed32(contents, n - 4) == 0 else { return .failure(.init("id block footer")) }
         let footer = n - footerBytes
@@ -56,8 +85,11 @@ struct IdBlockLayout {
         let m = Int(loadFixed32(contents, footer + 8))
         let h = Int(loadFixed32(contents, footer + 12))
         let flags = loadFixed32(contents, footer + 16)
-        guard flags & ~sparseFlag == 0 else { return .failure(.init("id block flags \(flags)")) }
+        guard flags & ~(sparseFlag | checkedFlag) == 0, (flags & checkedFlag != 0) == checked else {
+            return .failure(.init("id block flags \(flags)"))
+        }
         let sparse = flags & sparseFlag != 0
+        let entryBytes = checked ? checkedEntryBytes : Self.entryBytes
         // Each bound is checked before it is used in a product or a sum.
         guard m >= 1, m <= footer / entryBytes else { return .failure(.init("id block count \(m)")) }
         guard h <= StorageLimits.maxKeyBytes - 8, h <= footer - m * entryBytes else {
@@ -88,7 +120,36 @@ struct IdBlockLayout {
         var word: UInt64 = 0
         for i in 0..<min(h, 8) { word |= UInt64(contents[headOffset + i]) << UInt64(8 * i) }
         return .success(IdBlockLayout(contents: contents, count: m, firstId: first, isSparse: sparse,
-                                      entriesOffset: entriesOffset, headCount: h, headWord: word))
+                                      entriesOffset: entriesOffset, headCount: h, headWord: word, isChecked: checked))
+    }
+
+    /// Format 5: the index of the first entry whose checksum does not match its key and value,
+    /// or nil when every one does (or the block is of format 4, whose entries carry none).
+    func firstDamagedEntry() -> Int? {
+        guard isChecked else { return nil }
+        return withUnsafeTemporaryAllocation(byteCount: userKeyCount + 8, alignment: 8) { key in
+            for i in 0..<count {
+                writeKey(i, to: key.baseAddress!)
+                let v = value(i)
+                let e = entriesOffset + i &* Self.checkedEntryBytes
+                let user = UnsafeRawBufferPointer(start: key.baseAddress, count: userKeyCount)
+                let expected = Self.entryChecksum(userKey: user, trailer: trailer(i),
+                                                  value: UnsafeRawBufferPointer(rebasing: contents[v.offset..<(v.offset + v.count)]))
+                if loadFixed32(contents, e + 16) != expected { return i }
+            }
+            return nil
+        }
+    }
+
+    /// A format 5 entry's checksum: the masked CRC-32C of the user key, the trailer (u64 LE)
+    /// and the value, so that an entry read alone is verified whole, and an entry read for
+    /// another key (a damaged offset, a wrong position) fails the check.
+    @inline(__always)
+    static func entryChecksum(userKey: UnsafeRawBufferPointer, trailer: UInt64, value: UnsafeRawBufferPointer) -> UInt32 {
+        var crc = Checksum.crc32c(userKey)
+        crc = withUnsafeBytes(of: trailer.littleEndian) { Checksum.crc32c($0, extending: crc) }
+        if value.count > 0 { crc = Checksum.crc32c(value, extending: crc) }
+        return Checksum.mask(crc)
     }
 
     /// Bytes of each user key: the head and the id.
@@ -99,12 +160,12 @@ struct IdBlockLayout {
     }
 
     @inline(__always) func trailer(_ i: Int) -> UInt64 {
-        loadFixed64(contents, entriesOffset + i &* Self.entryBytes)
+        loadFixed64(contents, entriesOffset + i &* entryStride)
     }
 
     /// Entry `i`'s value: its offset and size in `contents`.
     @inline(__always) func value(_ i: Int) -> (offset: Int, count: Int) {
-        let e = entriesOffset + i &* Self.entryBytes
+        let e = entriesOffset + i &* entryStride
         return (Int(loadFixed32(contents, e + 8)), Int(loadFixed32(contents, e + 12)))
     }
 
@@ -180,7 +241,7 @@ struct IdBlockLayout {
             strata_prefetch(base + idsOffset + (count / 2) * 8)
         } else if let id = idOf(userKey: InternalKey.userKey(target)) {
             let i = lowerBound(id: id)
-            if i < count { strata_prefetch(base + entriesOffset + i * Self.entryBytes) }
+            if i < count { strata_prefetch(base + entriesOffset + i * entryStride) }
         }
     }
 

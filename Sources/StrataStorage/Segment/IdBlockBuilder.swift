@@ -8,17 +8,31 @@ struct IdBlockBuilder {
     private var entries: [(UInt64, UInt32, UInt32)] = []
     private var head: [UInt8] = []
     private var isSparse = false
+    /// Format 5: each entry ends in its checksum (``IdBlockLayout/entryChecksum(userKey:trailer:value:)``).
+    private let checked: Bool
+    /// Per entry, its checksum (format 5 only).
+    private var checksums: [UInt32] = []
+
+    init(checked: Bool = true) { self.checked = checked }
 
     var isEmpty: Bool { ids.isEmpty }
     var entryCount: Int { ids.count }
 
     /// Size of the block if finished now (counting the id array as if it were sparse).
-    var estimatedSize: Int { values.count + ids.count * (IdBlockLayout.entryBytes + 8) + head.count + IdBlockLayout.footerBytes }
+    var estimatedSize: Int {
+        values.count + ids.count * ((checked ? IdBlockLayout.checkedEntryBytes : IdBlockLayout.entryBytes) + 8)
+            + head.count + IdBlockLayout.footerBytes
+    }
+
+    /// The first id and the number of entries, and whether ids have gaps: what a format 5 index
+    /// entry says of the block (SPEC.md §6.2). REQUIRES: not empty.
+    var span: IdBlockSpan { IdBlockSpan(firstId: ids[0], count: UInt32(ids.count), isSparse: isSparse) }
 
     mutating func reset() {
         values.removeAll()
         ids.removeAll(keepingCapacity: true)
         entries.removeAll(keepingCapacity: true)
+        checksums.removeAll(keepingCapacity: true)
         head.removeAll(keepingCapacity: true)
         isSparse = false
     }
@@ -47,7 +61,9 @@ struct IdBlockBuilder {
             head.append(contentsOf: UnsafeRawBufferPointer(rebasing: user[0..<h]))
         }
         ids.append(id)
-        entries.append((InternalKey.trailer(internalKey), UInt32(values.count), UInt32(value.count)))
+        let trailer = InternalKey.trailer(internalKey)
+        if checked { checksums.append(IdBlockLayout.entryChecksum(userKey: user, trailer: trailer, value: value)) }
+        entries.append((trailer, UInt32(values.count), UInt32(value.count)))
         values.append(value)
         return true
     }
@@ -64,16 +80,17 @@ struct IdBlockBuilder {
     /// the finished contents to `body`. Call ``reset()`` before adding again.
     mutating func withFinishedContents<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         if isSparse { for id in ids { values.appendFixed64(id) } }
-        for (trailer, offset, size) in entries {
+        for (i, (trailer, offset, size)) in entries.enumerated() {
             values.appendFixed64(trailer)
             values.appendFixed32(offset)
             values.appendFixed32(size)
+            if checked { values.appendFixed32(checksums[i]) }
         }
         values.append(head)
         values.appendFixed64(ids[0])
         values.appendFixed32(UInt32(ids.count))
         values.appendFixed32(UInt32(head.count))
-        values.appendFixed32(isSparse ? IdBlockLayout.sparseFlag : 0)
+        values.appendFixed32((isSparse ? IdBlockLayout.sparseFlag : 0) | (checked ? IdBlockLayout.checkedFlag : 0))
         values.appendFixed32(0)
         return try values.bytes.withUnsafeBytes(body)
     }

@@ -16,7 +16,10 @@ final class IndexSummaryCell: @unchecked Sendable {
     /// A retained `Built`, or nil before the first read.
     private let published = Atomic<UnsafeMutableRawPointer?>(nil)
 
-    init() {}
+    /// Whether the index values carry id block spans (segment format 5).
+    private let idSpans: Bool
+
+    init(idSpans: Bool = false) { self.idSpans = idSpans }
 
     deinit {
         if let p = published.load(ordering: .acquiring) { Unmanaged<Built>.fromOpaque(p).release() }
@@ -33,7 +36,7 @@ final class IndexSummaryCell: @unchecked Sendable {
 
     @inline(never)
     private func build(_ index: Block) -> UnsafeMutableRawPointer {
-        let mine = Unmanaged.passRetained(Built(IndexSummary(index: index))).toOpaque()
+        let mine = Unmanaged.passRetained(Built(IndexSummary(index: index, idSpans: idSpans))).toOpaque()
         let (exchanged, current) = published.compareExchange(expected: nil, desired: mine, ordering: .acquiringAndReleasing)
         if exchanged { return mine }
         Unmanaged<Built>.fromOpaque(mine).release()

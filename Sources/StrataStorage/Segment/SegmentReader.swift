@@ -7,7 +7,7 @@ import CLZ4
 final class SegmentReader: @unchecked Sendable {
     let fileNumber: UInt64
     let path: String
-    private let file: any ReadableFile
+    let file: any ReadableFile
     let fileSize: UInt64
     let properties: SegmentProperties
     /// The index block, read by the first read that needs it (``BlockCell``).
@@ -15,17 +15,17 @@ final class SegmentReader: @unchecked Sendable {
     private let indexHandle: BlockHandle
     /// The index's keys as integers and its handles decoded, built on the first read (nil inside
     /// when the index is malformed: reads then search the block itself and report the damage).
-    private let indexSummary = IndexSummaryCell()
+    let indexSummary: IndexSummaryCell
     /// The filter block, read by the first probe into a 64-byte aligned buffer so that a line
     /// of a ``BloomFilter/Layout/cacheLine`` filter is one cache line (filter blocks are stored
     /// raw, so the block keeps the buffer it was read into).
     private let filterCell = BlockCell()
     private let filterHandle: BlockHandle
     private let filterLayout: BloomFilter.Layout
-    /// Data blocks may be id blocks (SPEC.md §6.1.1): segment format 4 and later.
-    private let idBlocks: Bool
+    /// Which id block layout data blocks may have (SPEC.md §6.1.1): none before segment format 4.
+    let idFormat: IdBlockFormat
     private let cache: BlockCache
-    private let stats: StatisticsCounters
+    let stats: StatisticsCounters
     private var fileSystem: (any FileSystem)?
 
     static func open(fileSystem: any FileSystem, path: String, fileNumber: UInt64, cache: BlockCache,
@@ -74,7 +74,8 @@ final class SegmentReader: @unchecked Sendable {
         }
         properties = props
         filterLayout = BloomFilter.Layout(segmentFormat: footer.formatVersion)
-        idBlocks = IdBlockLayout.isAllowed(inSegmentFormat: footer.formatVersion)
+        idFormat = IdBlockFormat(segmentFormat: footer.formatVersion)
+        indexSummary = IndexSummaryCell(idSpans: idFormat == .checked)
     }
 
     deinit { file.close() }
@@ -96,7 +97,7 @@ final class SegmentReader: @unchecked Sendable {
     /// Reads, verifies and decompresses one block. Filter and properties blocks are handled
     /// here too: for them the "contents" are raw bytes, so the restart-array check is skipped.
     private static func readBlock(file: any ReadableFile, path: String, handle: BlockHandle, parseRestarts: Bool = true,
-                                  allowIdLayout: Bool = false, once: Bool = false, alignment: Int = 8) throws -> Block {
+                                  idFormat: IdBlockFormat = .none, once: Bool = false, alignment: Int = 8) throws -> Block {
         let trailer = FormatConstants.blockTrailerBytes
         guard handleInRange(handle, fileSize: file.size) else {
             throw StorageError.corruption(file: path, offset: handle.offset, reason: "block handle out of range")
@@ -113,13 +114,13 @@ final class SegmentReader: @unchecked Sendable {
             throw error
         }
         return try decodeBlock(UnsafeRawBufferPointer(buf), owned: buf, path: path, handle: handle, parseRestarts: parseRestarts,
-                               allowIdLayout: allowIdLayout)
+                               idFormat: idFormat)
     }
 
     /// Verifies and decompresses a block's payload and trailer in `raw`. `owned` is the buffer
     /// `raw` lies in, which this takes over (an uncompressed block keeps it).
     private static func decodeBlock(_ raw: UnsafeRawBufferPointer, owned: UnsafeMutableRawBufferPointer, path: String,
-                                    handle: BlockHandle, parseRestarts: Bool, allowIdLayout: Bool) throws -> Block {
+                                    handle: BlockHandle, parseRestarts: Bool, idFormat: IdBlockFormat) throws -> Block {
         let n = Int(handle.size)
         let stored = Checksum.unmask(loadFixed32(raw, n + 1))
         guard stored == Checksum.crc32c(UnsafeRawBufferPointer(rebasing: raw[0..<(n + 1)])) else {
@@ -131,7 +132,7 @@ final class SegmentReader: @unchecked Sendable {
         switch BlockCompression(rawValue: compression) {
         case .none?:
             return try Block(taking: owned, contentsCount: n, file: path, offset: handle.offset, parseRestarts: parseRestarts,
-                             allowIdLayout: allowIdLayout)
+                             idFormat: idFormat)
         case .lz4?:
             defer { owned.deallocate() }
             var r = ByteReader(UnsafeRawBufferPointer(rebasing: raw[0..<n]))
@@ -147,7 +148,7 @@ final class SegmentReader: @unchecked Sendable {
                 throw StorageError.corruption(file: path, offset: handle.offset, reason: "lz4 payload does not decompress")
             }
             return try Block(taking: out, contentsCount: size, file: path, offset: handle.offset, parseRestarts: parseRestarts,
-                             allowIdLayout: allowIdLayout)
+                             idFormat: idFormat)
         case nil:
             owned.deallocate()
             throw StorageError.corruption(file: path, offset: handle.offset, reason: "unknown block compression \(compression)")
@@ -165,7 +166,7 @@ final class SegmentReader: @unchecked Sendable {
         }
         stats.blockCacheMisses.add(1, ordering: .relaxed)
         // A read that skips the cache (compaction) will not come back to this block soon.
-        let b = try Self.readBlock(file: file, path: path, handle: handle, allowIdLayout: idBlocks, once: !fillCache)
+        let b = try Self.readBlock(file: file, path: path, handle: handle, idFormat: idFormat, once: !fillCache)
         stats.bytesRead.add(handle.size + UInt64(FormatConstants.blockTrailerBytes), ordering: .relaxed)
         if fillCache { cache.insert(key, b) }
         return b
@@ -196,7 +197,7 @@ final class SegmentReader: @unchecked Sendable {
     }
 
     /// The index block, read and checked by the first call; unretained (``BlockCell``).
-    @inline(__always) private func indexBlock() throws -> Unmanaged<Block> {
+    @inline(__always) func indexBlock() throws -> Unmanaged<Block> {
         try indexCell.block { try Self.readBlock(file: file, path: path, handle: indexHandle, once: true) }
     }
 

@@ -29,7 +29,7 @@ final class SegmentWriter {
     // flush's time.
     @exclusivity(unchecked) private var dataBlock: BlockBuilder
     /// The block being built when it is an id block (then `dataBlock` is empty).
-    @exclusivity(unchecked) private var idBlock = IdBlockBuilder()
+    @exclusivity(unchecked) private var idBlock: IdBlockBuilder
     @exclusivity(unchecked) private var indexBlock = BlockBuilder(restartInterval: 1)
     @exclusivity(unchecked) private var output = ByteWriter(capacity: 256 * 1024)
     @exclusivity(unchecked) private var offset: UInt64 = 0
@@ -45,6 +45,8 @@ final class SegmentWriter {
     @exclusivity(unchecked) private var pendingIndexKey: [UInt8] = []
     @exclusivity(unchecked) private var hasPendingIndexKey = false
     @exclusivity(unchecked) private var pendingHandle = BlockHandle(offset: 0, size: 0)
+    /// The span of the pending block when it is an id block of format 5, for its index entry.
+    @exclusivity(unchecked) private var pendingSpan: IdBlockSpan?
     /// When set, each data block written also goes into this cache, under this segment's file
     /// number (``EngineOptions/cacheFillingKeySpaces``).
     private let cacheFill: (cache: BlockCache, segmentId: UInt64)?
@@ -56,6 +58,7 @@ final class SegmentWriter {
         self.layout = layout
         self.cacheFill = cacheFill
         dataBlock = BlockBuilder(restartInterval: layout.restartInterval)
+        idBlock = IdBlockBuilder(checked: IdBlockFormat(segmentFormat: layout.formatVersion) == .checked)
         properties = SegmentProperties(keySpaceId: keySpaceId, entryCount: 0, deletionCount: 0,
                                        minSequence: .max, maxSequence: 0, smallestKey: [], largestKey: [],
                                        rawKeyBytes: 0, rawValueBytes: 0, dataBlockCount: 0,
@@ -120,8 +123,9 @@ final class SegmentWriter {
     }
 
     private func addIndexEntry() {
-        var w = ByteWriter(capacity: 20)
+        var w = ByteWriter(capacity: 40)
         pendingHandle.encode(into: &w)
+        pendingSpan?.encode(into: &w)
         pendingIndexKey.withUnsafeBytes { k in w.bytes.withUnsafeBytes { v in indexBlock.add(key: k, value: v) } }
         hasPendingIndexKey = false
     }
@@ -134,9 +138,18 @@ final class SegmentWriter {
         // The index entry is the block's last key.
         if !idBlock.isEmpty {
             idBlock.key(idBlock.entryCount - 1, into: &pendingIndexKey)
-            pendingHandle = try idBlock.withFinishedContents { try writeDataBlock($0, compress: compress) }
+            if IdBlockFormat(segmentFormat: layout.formatVersion) == .checked {
+                // Stored raw, so that a point read copies one entry and its value out of the
+                // file (SPEC.md §6.1.1); no cache fill either: such reads do not use the cache.
+                pendingSpan = idBlock.span
+                pendingHandle = try idBlock.withFinishedContents { try writeBlock($0, compress: false) }
+            } else {
+                pendingSpan = nil
+                pendingHandle = try idBlock.withFinishedContents { try writeDataBlock($0, compress: compress) }
+            }
             idBlock.reset()
         } else {
+            pendingSpan = nil
             pendingIndexKey.removeAll(keepingCapacity: true)
             dataBlock.withLastKey { pendingIndexKey.append(contentsOf: $0) }
             pendingHandle = try dataBlock.withFinishedContents { try writeDataBlock($0, compress: compress) }
@@ -155,7 +168,7 @@ final class SegmentWriter {
             if contents.count > 0 { storage.copyMemory(from: contents) }
             // The same checks a read makes; a block this writer built always passes them.
             if let block = try? Block(taking: storage, contentsCount: contents.count, file: path, offset: handle.offset,
-                                      allowIdLayout: IdBlockLayout.isAllowed(inSegmentFormat: layout.formatVersion)) {
+                                      idFormat: IdBlockFormat(segmentFormat: layout.formatVersion)) {
                 cacheFill.cache.insert(BlockCache.Key(segmentId: cacheFill.segmentId, offset: handle.offset), block)
             }
         }

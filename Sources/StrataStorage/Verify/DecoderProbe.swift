@@ -79,11 +79,17 @@ package enum DecoderProbe {
 
     /// Block decoding (either layout), iteration and search.
     package static func block(_ data: UnsafeRawBufferPointer) {
+        // Either layout: a restart-layout block, or an id block when it ends in the id marker,
+        // of format 4 (plain entries) or 5 (entries with checksums), as its flags say.
+        for format in [IdBlockFormat.plain, .checked] { block(data, idFormat: format) }
+    }
+
+    private static func block(_ data: UnsafeRawBufferPointer, idFormat: IdBlockFormat) {
         let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, data.count), alignment: 8)
         if data.count > 0 { storage.copyMemory(from: data) }
-        // Either layout: a restart-layout block, or an id block when it ends in the id marker.
         guard let block = try? Block(taking: storage, contentsCount: data.count, file: "fuzz.block", offset: 0,
-                                     allowIdLayout: true) else { return }
+                                     idFormat: idFormat) else { return }
+        _ = block.idLayout?.firstDamagedEntry()
         let it = block.makeIterator()
         it.seekToFirst()
         var n = 0
@@ -119,6 +125,10 @@ package enum DecoderProbe {
             withUnsafeBytes(of: InternalKey.seekTrailer(sequence: StorageLimits.maxSequence).littleEndian) { key.append(contentsOf: $0) }
             _ = key.withUnsafeBytes { k in
                 try? reader.get(lookupKey: k, hash: BloomFilter.hash(InternalKey.userKey(k)))
+            }
+            // The read that copies one id block entry out of the file (format 5).
+            withUnsafeTemporaryAllocation(byteCount: 256, alignment: 8) { value in
+                _ = key.withUnsafeBytes { k in try? reader.readIdEntry(lookupKey: k, into: value) }
             }
         }
     }

@@ -222,6 +222,7 @@ struct StorageVerifier {
                 let handle = try reader.handle(fromIndexValue: index.value)
                 let block = try reader.dataBlock(handle, fillCache: false)
                 report.blocks += 1
+                try Self.checkIdBlock(block, indexValue: index.value, reader: reader, offset: handle.offset)
                 let it = block.makeIterator()
                 it.seekToFirst()
                 var inBlock = 0
@@ -263,6 +264,29 @@ struct StorageVerifier {
             }
         } catch {
             problem(error, file: path)
+        }
+    }
+
+    /// Format 5: an id block's entries match their checksums, and its index entry's span (what
+    /// point reads trust instead of the block) says what the block holds; other blocks have none.
+    static func checkIdBlock(_ block: Block, indexValue: UnsafeRawBufferPointer, reader: SegmentReader, offset: UInt64) throws {
+        guard reader.idFormat == .checked else { return }
+        var r = ByteReader(indexValue)
+        _ = BlockHandle.decode(&r)
+        guard let span = IdBlockSpan.decode(&r) else {
+            throw StorageError.corruption(file: reader.path, offset: offset, reason: "malformed id block span in the index")
+        }
+        guard let layout = block.idLayout else {
+            if span != nil {
+                throw StorageError.corruption(file: reader.path, offset: offset, reason: "index gives a span to a block not in the id layout")
+            }
+            return
+        }
+        guard span == IdBlockSpan(firstId: layout.firstId, count: UInt32(layout.count), isSparse: layout.isSparse) else {
+            throw StorageError.corruption(file: reader.path, offset: offset, reason: "index span differs from its id block")
+        }
+        if let i = layout.firstDamagedEntry() {
+            throw StorageError.corruption(file: reader.path, offset: offset, reason: "id block entry \(i) fails its checksum")
         }
     }
 

@@ -1,0 +1,28 @@
+/// What a format 5 index entry says of the id block it points to, after the block's handle
+/// (SPEC.md §6.2): its first id, its number of entries, and whether its ids have gaps. With the
+/// index key's id (the block's last), a point read finds a key's entry in the file by
+/// arithmetic, without reading the block (``IdEntryReader``).
+///
+/// ```
+/// span = flags (varint: 1 dense, 3 sparse) | first id (varint) | entries (varint)
+/// ```
+struct IdBlockSpan: Equatable, Sendable {
+    var firstId: UInt64
+    var count: UInt32
+    var isSparse: Bool
+
+    func encode(into w: inout ByteWriter) {
+        w.appendVarint(isSparse ? 3 : 1)
+        w.appendVarint(firstId)
+        w.appendVarint(UInt64(count))
+    }
+
+    /// The span after a handle in an index value. `.some(nil)`: none (a restart-layout block);
+    /// nil: malformed.
+    static func decode(_ r: inout ByteReader) -> IdBlockSpan?? {
+        if r.isAtEnd { return .some(nil) }
+        guard let flags = r.readVarint(), flags == 1 || flags == 3, let first = r.readVarint(),
+              let count = r.readVarint(), count >= 1, count <= UInt64(UInt32.max), r.isAtEnd else { return nil }
+        return IdBlockSpan(firstId: first, count: UInt32(count), isSparse: flags == 3)
+    }
+}
