@@ -74,3 +74,34 @@ int strata_guarded_copy(void *destination, const void *source, size_t length) {
     active_copy = NULL;
     return 0;
 }
+
+// The entry copy of strata_read_checked_entry (id_entry.c): the entry, then, when its value
+// offset and size (u32 LE at 8 and 12, relative to `block`) lie below `values_end` and fit in
+// `capacity`, the value; both under one jump buffer.
+int strata_guarded_copy_pair(void *entry_out, const void *entry, size_t entry_length,
+                             const uint8_t *block, uint64_t values_end, uint8_t *value_out,
+                             size_t capacity, uint64_t *value_length) {
+    pthread_once(&install_once, install_handler);
+    sigjmp_buf jump;
+    if (sigsetjmp(jump, 0) != 0) {
+        return STRATA_ENTRY_FAULT;
+    }
+    active_copy = &jump;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memcpy(entry_out, entry, entry_length);
+    uint32_t offset, size;
+    memcpy(&offset, (const uint8_t *)entry_out + 8, 4);
+    memcpy(&size, (const uint8_t *)entry_out + 12, 4);
+    int result = 0;
+    if (offset > values_end || size > values_end - offset) {
+        result = STRATA_ENTRY_OUT_OF_RANGE;
+    } else if (size > capacity) {
+        result = STRATA_ENTRY_TOO_LARGE;
+    } else {
+        memcpy(value_out, block + offset, size);
+        *value_length = size;
+    }
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    active_copy = NULL;
+    return result;
+}

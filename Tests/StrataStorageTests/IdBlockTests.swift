@@ -173,9 +173,10 @@ import StrataTesting
         return try Block(taking: storage, contentsCount: bytes.count, file: "b", offset: 0, idFormat: idFormat)
     }
 
-    /// The fuzzers' seeds for the id layout (`block`: a dense and a sparse block; `segment`: a
-    /// segment of an id key space), written to Tests/FuzzCorpus with `STRATA_WRITE_ID_SEEDS=1`
-    /// and replayed through their targets here either way.
+    /// The fuzzers' seeds for the id layout of format 5 (`block`: a dense and a sparse block;
+    /// `segment`: a segment of an id key space), written to Tests/FuzzCorpus with
+    /// `STRATA_WRITE_ID_SEEDS=1` and replayed through their targets here either way (the
+    /// corpus keeps format 4's seeds, `id-block-dense` and the others, beside them).
     @Test func idSeedsRunThroughTheFuzzTargets() throws {
         let fs = InMemoryFileSystem()
         let e = try Engine.open(directory: Self.dir, options: Self.options(fs, idBlocks: true))
@@ -188,9 +189,9 @@ import StrataTesting
         e.close()
         let segment = try #require(try fs.listDirectory(Self.dir).first { $0.hasSuffix(".seg") }.flatMap { fs.contents(of: Self.dir + "/" + $0) })
         let seeds: [(String, String, [UInt8])] = [
-            ("block", "id-block-dense", Self.builtBlock(count: 12, sparse: false)),
-            ("block", "id-block-sparse", Self.builtBlock(count: 12, sparse: true)),
-            ("segment", "id-segment", segment),
+            ("block", "id5-block-dense", Self.builtBlock(count: 12, sparse: false)),
+            ("block", "id5-block-sparse", Self.builtBlock(count: 12, sparse: true)),
+            ("segment", "id5-segment", segment),
         ]
         for (target, name, bytes) in seeds {
             bytes.withUnsafeBytes { _FuzzTarget(rawValue: target)!.run($0) }
@@ -341,18 +342,36 @@ import StrataTesting
     /// A changed byte in an id block entry or its value is caught by the entry's own checksum on
     /// the read that copies it, also when the block's checksum was made to match (so that only
     /// the entry's can tell), and `verify` names it.
-    @Test func aDamagedEntryIsCorruptionOnItsRead() throws {
-        let fs = InMemoryFileSystem()
-        let e = try Engine.open(directory: Self.dir, options: Self.options(fs, idBlocks: true))
+    @Test(arguments: [false, true])
+    func aDamagedEntryIsCorruptionOnItsRead(mapped: Bool) throws {
+        // In memory (entries read through the file's reads) and on disk (copied out of the
+        // segment's mapping).
+        let temporary = TemporaryDirectory()
+        let fs: any FileSystem = mapped ? PosixFileSystem() : InMemoryFileSystem()
+        let dir = mapped ? temporary.path + "/db" : Self.dir
+        func options() -> EngineOptions {
+            var o = EngineOptions.testing(fs, memtableBytes: 16 << 10, blockBytes: 512, targetSegmentBytes: 16 << 10)
+            o.keySpaces = ["objects"]
+            o.idKeySpaces = ["objects"]
+            return o
+        }
+        func contents(_ path: String) throws -> [UInt8] {
+            let file = try fs.openReadable(path)
+            defer { file.close() }
+            var bytes = [UInt8](repeating: 0, count: Int(file.size))
+            try bytes.withUnsafeMutableBytes { try file.readExactly(at: 0, into: $0, path: path) }
+            return bytes
+        }
+        let e = try Engine.open(directory: dir, options: options())
         let ks = try e.keySpace(named: "objects")
         var batch = WriteBatch()
         for id in UInt64(1)...20 { batch.put(Self.idKey(3, id), Array("value-\(id)".utf8), in: ks) }
         try e.write(batch)
         try e.flush()
         e.close()
-        let name = try #require(try fs.listDirectory(Self.dir).first { $0.hasSuffix(".seg") })
-        let path = Self.dir + "/" + name
-        let original = try #require(fs.contents(of: path))
+        let name = try #require(try fs.listDirectory(dir).first { $0.hasSuffix(".seg") })
+        let path = dir + "/" + name
+        let original = try contents(path)
         // Where id 7's value lies: the only occurrence of its bytes.
         let needle = Array("value-7".utf8)
         let at = try #require((0...(original.count - needle.count)).first { Array(original[$0..<($0 + needle.count)]) == needle })
@@ -362,13 +381,13 @@ import StrataTesting
             if fixBlockChecksum { ChecksumFixup.fixSegment(&damaged) }
             try fs.removeFile(path)
             try DecoderProbe.write(damaged, to: path, in: fs)
-            let reopened = try Engine.open(directory: Self.dir, options: Self.options(fs, idBlocks: true))
+            let reopened = try Engine.open(directory: dir, options: options())
             let objects = try reopened.keySpace(named: "objects")
             #expect(throws: StorageError.self) { _ = try reopened.get(Self.idKey(3, 7), in: objects) }
             // The other entries still read.
             #expect(try reopened.get(Self.idKey(3, 8), in: objects) == Array("value-8".utf8))
             reopened.close()
-            let report = try Engine.verify(directory: Self.dir, fileSystem: fs)
+            let report = try Engine.verify(directory: dir, fileSystem: fs)
             #expect(!report.isClean)
         }
         try fs.removeFile(path)

@@ -77,19 +77,30 @@ import Testing
     #endif
 
     /// Raw and lz4-compressed blocks alike are copied out of the mapping before they are
-    /// checked (and decompressed): reads of both kinds must survive the truncation.
-    @Test(arguments: [false, true])
-    func readsOfSegmentsTruncatedByAnotherProcessThrowAndNeverCrash(compressed: Bool) throws {
+    /// checked (and decompressed), and so are the id block entries of format 5 that a read
+    /// copies alone: reads of every kind must survive the truncation.
+    @Test(arguments: ["raw", "lz4", "id entries"])
+    func readsOfSegmentsTruncatedByAnotherProcessThrowAndNeverCrash(layout: String) throws {
         let dir = TemporaryDirectory()
         var options = EngineOptions()
         options.blockCacheBytes = 64 * 1024  // a small cache: most reads go to the file
+        let compressed = layout == "lz4"
         options.compression = compressed
+        if layout == "id entries" {
+            options.keySpaces = ["objects"]
+            options.idKeySpaces = ["objects"]
+        }
         let e = try Engine.open(directory: dir.path, options: options)
         defer { e.close() }
+        let space = layout == "id entries" ? try e.keySpace(named: "objects") : e.defaultKeySpace
+        // An id key space's keys: a 4-byte head and a big-endian id.
+        @Sendable func key(_ i: Int) -> [UInt8] {
+            layout == "id entries" ? [0, 0, 0, 9] + withUnsafeBytes(of: UInt64(i + 1).bigEndian) { Array($0) } : Self.key(i)
+        }
         let count = 40_000
         for start in stride(from: 0, to: count, by: 1000) {
             var batch = WriteBatch()
-            for i in start..<(start + 1000) { batch.put(Self.key(i), Self.value(i), in: e.defaultKeySpace) }
+            for i in start..<(start + 1000) { batch.put(key(i), Self.value(i), in: space) }
             try e.write(batch)
         }
         try e.flush()
@@ -116,7 +127,7 @@ import Testing
                     let i = Int(rng.next() % UInt64(count))
                     let wasCut = cut.withLock { $0 }
                     do {
-                        let v = try e.get(Self.key(i), in: e.defaultKeySpace)
+                        let v = try e.get(key(i), in: space)
                         tally.withLock { if v == Self.value(i) { $0.right += 1 } else { $0.wrong += 1 } }
                     } catch is StorageError {
                         tally.withLock { $0.typedErrors += 1; if wasCut { $0.afterCut += 1 } }

@@ -49,6 +49,27 @@ static inline void strata_prefetch(const void *address) {
 // Returns 0 when every byte was copied.
 int strata_guarded_copy(void *destination, const void *source, size_t length);
 
+// strata_read_checked_entry's failures (a value's size otherwise).
+#define STRATA_ENTRY_FAULT (-1)
+#define STRATA_ENTRY_OUT_OF_RANGE (-2)
+#define STRATA_ENTRY_TOO_LARGE (-3)
+#define STRATA_ENTRY_CHECKSUM (-4)
+
+// Reads the format 5 id block entry at `entry_offset` of the block at `block` (in a segment's
+// mapping) and copies its value into `value_out` (SPEC.md §6.1.1), both copies guarded against
+// bus errors, then checks the entry's checksum over `key`, its trailer and the value. Returns
+// the value's size, with the trailer in `*trailer_out`, or a STRATA_ENTRY_ failure. The caller
+// has checked that the block lies in the mapping and the entry in the block.
+int64_t strata_read_checked_entry(const uint8_t *block, uint64_t entry_offset, uint64_t values_end,
+                                  const uint8_t *key, size_t key_length, uint8_t *value_out, size_t capacity,
+                                  uint64_t *trailer_out);
+
+// The second half of strata_read_checked_entry, for a caller that copied the 20-byte `entry`
+// itself (a batched read, which overlaps the entries' memory misses before the values').
+int64_t strata_read_checked_value(const uint8_t *block, const uint8_t *entry, uint64_t values_end,
+                                  const uint8_t *key, size_t key_length, uint8_t *value_out, size_t capacity,
+                                  uint64_t *trailer_out);
+
 // Happens-before edges that ThreadSanitizer cannot see by itself. A memtable's arena chunks go
 // back to a pool when the memtable is freed, and the thread that frees it is whichever dropped
 // the last reference. Swift's reference counting runs in a runtime built without TSan's

@@ -42,7 +42,7 @@ extension Engine {
         // 2.6% of the backlink phase's instructions (callgrind, scale 0.1: 20.26 G -> 19.74 G).
         // Where the id block entries read without their blocks (segment format 5) are copied:
         // one allocation per call, not per key.
-        let valueBuffers = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.batchValueBytes * group, alignment: 8)
+        let valueBuffers = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.batchSlotBytes * group, alignment: 8)
         defer { valueBuffers.deallocate() }
         try withUnsafeTemporaryAllocation(byteCount: stride * group, alignment: 8) { lookupBuffers in
             try withUnsafeTemporaryAllocation(of: UnsafeRawBufferPointer?.self, capacity: group) { found in
@@ -100,13 +100,16 @@ extension Engine {
                         let lookup = Self.lookupKey(key, sequence: sequence, in: lookupBuffers, slot: slot, stride: stride)
                         let valueBuffer = Self.valueBuffer(slot, in: valueBuffers)
                         try view.version.candidates(for: key, in: keySpaceId) { segment in
-                            // An id block entry of format 5 is copied out now, without its block.
+                            // A format 5 id block entry: its place found now and its line
+                            // prefetched; copied out in the next stages, without its block.
                             if segment.reader.idFormat == .checked {
-                                switch try segment.reader.readIdEntry(lookupKey: lookup, into: valueBuffer) {
-                                case let .found(count):
-                                    found[slot] = UnsafeRawBufferPointer(rebasing: valueBuffer[0..<count])
+                                switch try segment.reader.findIdEntry(InternalKey.userKey(lookup), scratch: valueBuffer) {
+                                case let .entry(location):
+                                    segment.reader.prefetchIdEntry(location)
+                                    pending[slot] = PendingRead(reader: Unmanaged.passUnretained(segment.reader),
+                                                                handle: BlockHandle(offset: 0, size: 0), hash: hash, lookup: lookup,
+                                                                entry: location)
                                     return true
-                                case .deleted: return true
                                 case .absent: return false
                                 case .undecided: break
                                 }
@@ -114,7 +117,7 @@ extension Engine {
                             guard let handle = try segment.reader.blockHandle(lookupKey: lookup, hash: hash) else { return false }
                             segment.reader.prefetchCached(handle)
                             pending[slot] = PendingRead(reader: Unmanaged.passUnretained(segment.reader), handle: handle, hash: hash,
-                                                        lookup: lookup)
+                                                        lookup: lookup, entry: nil)
                             return true
                         }
                     }
@@ -124,6 +127,11 @@ extension Engine {
                     var previous = -1
                     for slot in 0..<(end - start) {
                         guard let p = pending[slot] else { continue }
+                        if let location = p.entry {
+                            // An id block entry: copied now, its value's line prefetched.
+                            _ = try p.reader.takeUnretainedValue().copyIdEntry(location, to: Self.entryBuffer(slot, in: valueBuffers))
+                            continue
+                        }
                         if previous >= 0, let q = pending[previous], q.reader.toOpaque() == p.reader.toOpaque(), q.handle == p.handle,
                            let block = blocks[previous] {
                             block.prefetchForLookup(p.lookup)
@@ -138,8 +146,27 @@ extension Engine {
                     // Stage 3: the searches in the blocks.
                     for i in start..<end {
                         let slot = i - start
-                        guard let p = pending[slot], let block = blocks[slot] else { continue }
+                        guard let p = pending[slot] else { continue }
                         let reader = p.reader.takeUnretainedValue()
+                        if let location = p.entry {
+                            let valueBuffer = Self.valueBuffer(slot, in: valueBuffers)
+                            switch try reader.readIdValue(location, entry: Self.entryBuffer(slot, in: valueBuffers), lookupKey: p.lookup,
+                                                          into: valueBuffer) {
+                            case let .found(count): found[slot] = UnsafeRawBufferPointer(rebasing: valueBuffer[0..<count])
+                            case .deleted, .absent: break
+                            case .undecided:
+                                // A newer version, or a value too large for the buffer: the whole read, by the block path.
+                                let buffer = UnsafeMutableRawBufferPointer(rebasing: lookupBuffers[(slot * stride)..<((slot + 1) * stride)])
+                                let location = try locateInSegments(keys.key(i, in: all), lookupBuffer: buffer, valueBuffer: valueBuffer,
+                                                                    keySpaceId: keySpaceId, view: view, sequence: sequence, hash: p.hash)
+                                if let owner = location.owner {
+                                    owners[slot] = owner
+                                    found[slot] = location.bytes
+                                }
+                            }
+                            continue
+                        }
+                        guard let block = blocks[slot] else { continue }
                         switch try reader.lookup(p.lookup, in: block) {
                         case let .found(_, offset, count)?:
                             let base = block.contents.baseAddress!
@@ -171,10 +198,17 @@ extension Engine {
     /// Bytes of each key's buffer for a value copied out of an id block entry; a larger value is
     /// read through its block.
     static let batchValueBytes = 512
+    /// Each key's buffer: its value, then its id block entry.
+    private static let batchSlotBytes = batchValueBytes + 24
 
     @inline(__always)
     private static func valueBuffer(_ slot: Int, in buffers: UnsafeMutableRawBufferPointer) -> UnsafeMutableRawBufferPointer {
-        UnsafeMutableRawBufferPointer(rebasing: buffers[(slot * batchValueBytes)..<((slot + 1) * batchValueBytes)])
+        UnsafeMutableRawBufferPointer(rebasing: buffers[(slot * batchSlotBytes)..<(slot * batchSlotBytes + batchValueBytes)])
+    }
+
+    @inline(__always)
+    private static func entryBuffer(_ slot: Int, in buffers: UnsafeMutableRawBufferPointer) -> UnsafeMutableRawPointer {
+        buffers.baseAddress! + slot * batchSlotBytes + batchValueBytes
     }
 
     /// Writes the internal lookup key (user key, seek trailer) for `slot` into `buffers`.
@@ -196,4 +230,6 @@ private struct PendingRead {
     let hash: UInt64
     /// The key's internal lookup key, in the read's lookup buffers.
     let lookup: UnsafeRawBufferPointer
+    /// A format 5 id block entry read without its block: where it lies (`handle` is unused).
+    let entry: IdEntryLocation?
 }

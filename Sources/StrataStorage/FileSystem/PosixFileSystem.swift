@@ -263,6 +263,9 @@ final class PosixReadableFile: ReadableFile {
         }
     }
 
+    /// The mapping, for readers that copy out of it themselves (with a guarded copy).
+    var mappedBytes: UnsafeRawBufferPointer? { mapping }
+
     func map() {
         guard mapping == nil, size > 0, size <= UInt64(Int.max),
               let p = mmap(nil, Int(size), PROT_READ, MAP_SHARED, fd, 0), p != MAP_FAILED else { return }

@@ -1,3 +1,10 @@
+import CStrataSupport
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// What a point read of one id block entry found (``SegmentReader/readIdEntry(lookupKey:into:)``).
 enum IdEntryRead {
     /// The value, `count` bytes copied to the start of the caller's buffer.
@@ -12,6 +19,23 @@ enum IdEntryRead {
     case undecided
 }
 
+/// Where a key's format 5 id block entry lies in its segment file (``SegmentReader/findIdEntry(_:)``).
+struct IdEntryLocation {
+    /// The block's offset in the file and its size (without the trailer).
+    var blockOffset: UInt64
+    var blockSize: Int
+    /// The entry's offset in the block; values lie below `valuesEnd` (block-relative).
+    var entryOffset: Int
+    var valuesEnd: Int
+}
+
+/// Whether a segment holds a key in a format 5 id block, and where.
+enum IdEntryFind {
+    case absent
+    case undecided
+    case entry(IdEntryLocation)
+}
+
 extension SegmentReader {
     /// A point read that copies one object, not its block (segment format 5, SPEC.md §6.1.1):
     /// the index entries' spans say which id block holds the key and where its entry lies, and
@@ -24,69 +48,149 @@ extension SegmentReader {
     /// - Parameter buffer: where the value goes; a value that does not fit is left to the block
     ///   path (``IdEntryRead/undecided``).
     func readIdEntry(lookupKey: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) throws -> IdEntryRead {
-        guard idFormat == .checked else { return .undecided }
-        let userKey = InternalKey.userKey(lookupKey)
-        let found = try indexBlock()._withUnsafeGuaranteedRef { index in
-            indexSummary.withSummary(of: index) { summary -> (IndexSummary.IdEntryLookup, BlockHandle)? in
-                guard let summary else { return nil }
-                let lookup = summary.idEntry(forUserKey: userKey)
-                if case let .block(position, _, _, _) = lookup { return (lookup, summary.handle(position)) }
-                return (lookup, BlockHandle(offset: 0, size: 0))
-            }
-        }
-        guard let (lookup, handle) = found else { return .undecided }
-        switch lookup {
+        switch try findIdEntry(InternalKey.userKey(lookupKey), scratch: buffer) {
         case .absent: return .absent
         case .undecided: return .undecided
-        case let .block(_, firstId, count, isSparse):
-            let headCount = userKey.count - 8
-            let id = UInt64(bigEndian: userKey.loadUnaligned(fromByteOffset: headCount, as: UInt64.self))
-            // The summary checked that these regions fit in the block.
-            let m = Int(count)
-            let entriesOffset = Int(handle.size) - IdBlockLayout.footerBytes - headCount - m * IdBlockLayout.checkedEntryBytes
-            let valuesEnd = isSparse ? entriesOffset - m * 8 : entriesOffset
-            var position: Int
-            if isSparse {
-                guard let p = try sparsePosition(of: id, handle: handle, idsOffset: valuesEnd, count: m, scratch: buffer) else {
-                    return .undecided
-                }
-                position = p
-            } else {
-                position = Int(id - firstId)
+        case let .entry(location): return try readIdEntry(at: location, lookupKey: lookupKey, into: buffer)
+        }
+    }
+
+    /// The first half of ``readIdEntry(lookupKey:into:)``: where the entry of `userKey` lies,
+    /// from the index summary's id block table alone, except in a sparse block, whose id array
+    /// is copied (into `scratch`) and searched.
+    @inline(__always)
+    func findIdEntry(_ userKey: UnsafeRawBufferPointer, scratch: UnsafeMutableRawBufferPointer) throws -> IdEntryFind {
+        guard idFormat == .checked,
+              let table = try indexBlock()._withUnsafeGuaranteedRef({ indexSummary.idBlocks(of: $0) }) else { return .undecided }
+        let block: IdBlockTable.Entry
+        switch table._withUnsafeGuaranteedRef({ $0.lookup(userKey) }) {
+        case .absent: return .absent
+        case .undecided: return .undecided
+        case let .block(b): block = b
+        }
+        let headCount = userKey.count - 8
+        let id = UInt64(bigEndian: userKey.loadUnaligned(fromByteOffset: headCount, as: UInt64.self))
+        // The table checked that these regions fit in the block.
+        let m = Int(block.count)
+        let entriesOffset = Int(block.size) - IdBlockLayout.footerBytes - headCount - m * IdBlockLayout.checkedEntryBytes
+        let valuesEnd = block.isSparse ? entriesOffset - m * 8 : entriesOffset
+        let position: Int
+        if block.isSparse {
+            guard let p = try sparsePosition(of: id, blockOffset: block.offset, idsOffset: valuesEnd, count: m, scratch: scratch) else {
+                return .undecided
             }
-            return try withUnsafeTemporaryAllocation(byteCount: IdBlockLayout.checkedEntryBytes, alignment: 8) { entry in
-                let entryAt = handle.offset + UInt64(entriesOffset + position * IdBlockLayout.checkedEntryBytes)
-                try file.readExactly(at: entryAt, into: entry, path: path)
-                let raw = UnsafeRawBufferPointer(entry)
-                let trailer = loadFixed64(raw, 0)
-                let valueOffset = Int(loadFixed32(raw, 8)), valueCount = Int(loadFixed32(raw, 12))
-                guard valueOffset <= valuesEnd, valueCount <= valuesEnd - valueOffset else {
-                    throw StorageError.corruption(file: path, offset: entryAt, reason: "id block entry's value out of range")
-                }
-                guard valueCount <= buffer.count else { return .undecided }
-                let value = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<valueCount])
-                if valueCount > 0 { try file.readExactly(at: handle.offset + UInt64(valueOffset), into: value, path: path) }
-                let expected = IdBlockLayout.entryChecksum(userKey: userKey, trailer: trailer, value: UnsafeRawBufferPointer(value))
-                guard loadFixed32(raw, 16) == expected else {
-                    throw StorageError.corruption(file: path, offset: entryAt, reason: "id block entry checksum mismatch")
-                }
-                stats.bytesRead.add(UInt64(IdBlockLayout.checkedEntryBytes + valueCount), ordering: .relaxed)
-                // Only a version newer than the read: an older one may follow in the next block.
-                guard trailer <= InternalKey.trailer(lookupKey) else { return .undecided }
-                return trailer & 0xFF == UInt64(EntryKind.deletion.rawValue) ? .deleted : .found(count: valueCount)
+            position = p
+        } else {
+            position = Int(id - block.firstId)
+        }
+        return .entry(IdEntryLocation(blockOffset: block.offset, blockSize: Int(block.size),
+                                      entryOffset: entriesOffset + position * IdBlockLayout.checkedEntryBytes, valuesEnd: valuesEnd))
+    }
+
+    /// The block's first byte in the mapping, when the file is mapped and the block lies in it.
+    @inline(__always)
+    private func mappedBlock(_ location: IdEntryLocation) -> UnsafePointer<UInt8>? {
+        guard let mapped, location.blockOffset <= UInt64(mapped.count),
+              UInt64(location.blockSize) <= UInt64(mapped.count) - location.blockOffset else { return nil }
+        return mapped.baseAddress!.assumingMemoryBound(to: UInt8.self) + Int(location.blockOffset)
+    }
+
+    /// The second half of ``readIdEntry(lookupKey:into:)``: the entry at `location` and its value.
+    func readIdEntry(at location: IdEntryLocation, lookupKey: UnsafeRawBufferPointer,
+                     into buffer: UnsafeMutableRawBufferPointer) throws -> IdEntryRead {
+        let userKey = InternalKey.userKey(lookupKey)
+        if let block = mappedBlock(location) {
+            // The mapping: both copies and the checksum in one call.
+            var trailer: UInt64 = 0
+            let r = strata_read_checked_entry(block, UInt64(location.entryOffset), UInt64(location.valuesEnd),
+                                              userKey.baseAddress!.assumingMemoryBound(to: UInt8.self), userKey.count,
+                                              buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), buffer.count, &trailer)
+            return try outcome(r, trailer: trailer, location: location, lookupKey: lookupKey)
+        }
+        let entryAt = location.blockOffset + UInt64(location.entryOffset)
+        return try withUnsafeTemporaryAllocation(byteCount: IdBlockLayout.checkedEntryBytes, alignment: 8) { entry in
+            try file.readExactly(at: entryAt, into: entry, path: path)
+            let raw = UnsafeRawBufferPointer(entry)
+            let trailer = loadFixed64(raw, 0)
+            let valueOffset = Int(loadFixed32(raw, 8)), valueCount = Int(loadFixed32(raw, 12))
+            guard valueOffset <= location.valuesEnd, valueCount <= location.valuesEnd - valueOffset else {
+                throw StorageError.corruption(file: path, offset: entryAt, reason: "id block entry's value out of range")
+            }
+            guard valueCount <= buffer.count else { return .undecided }
+            let value = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<valueCount])
+            if valueCount > 0 { try file.readExactly(at: location.blockOffset + UInt64(valueOffset), into: value, path: path) }
+            let expected = IdBlockLayout.entryChecksum(userKey: userKey, trailer: trailer, value: UnsafeRawBufferPointer(value))
+            guard loadFixed32(raw, 16) == expected else {
+                throw StorageError.corruption(file: path, offset: entryAt, reason: "id block entry checksum mismatch")
+            }
+            return try outcome(Int64(valueCount), trailer: trailer, location: location, lookupKey: lookupKey)
+        }
+    }
+
+    /// For batched reads, which overlap the memory misses of many keys: starts loading the
+    /// entry's cache line (a prefetch never faults, so it needs no guard).
+    @inline(__always)
+    func prefetchIdEntry(_ location: IdEntryLocation) {
+        if let block = mappedBlock(location) { strata_prefetch(block + location.entryOffset) }
+    }
+
+    /// For batched reads: copies the entry (``IdBlockLayout/checkedEntryBytes``) to `entry` and
+    /// starts loading its value's cache line; false when the file is not mapped (the read then
+    /// takes ``readIdEntry(at:lookupKey:into:)``).
+    @inline(__always)
+    func copyIdEntry(_ location: IdEntryLocation, to entry: UnsafeMutableRawPointer) throws -> Bool {
+        guard let block = mappedBlock(location) else { return false }
+        if strata_guarded_copy(entry, block + location.entryOffset, IdBlockLayout.checkedEntryBytes) != 0 {
+            throw StorageError.io(operation: "read (mapped; the file shrank or the disk failed)", path: path, errno: EIO)
+        }
+        let valueOffset = Int(entry.loadUnaligned(fromByteOffset: 8, as: UInt32.self).littleEndian)
+        if valueOffset < location.valuesEnd { strata_prefetch(block + valueOffset) }
+        return true
+    }
+
+    /// For batched reads: the value of the entry ``copyIdEntry(_:to:)`` copied, and its checksum.
+    @inline(__always)
+    func readIdValue(_ location: IdEntryLocation, entry: UnsafeRawPointer, lookupKey: UnsafeRawBufferPointer,
+                     into buffer: UnsafeMutableRawBufferPointer) throws -> IdEntryRead {
+        guard let block = mappedBlock(location) else { return try readIdEntry(at: location, lookupKey: lookupKey, into: buffer) }
+        let userKey = InternalKey.userKey(lookupKey)
+        var trailer: UInt64 = 0
+        let r = strata_read_checked_value(block, entry.assumingMemoryBound(to: UInt8.self), UInt64(location.valuesEnd),
+                                          userKey.baseAddress!.assumingMemoryBound(to: UInt8.self), userKey.count,
+                                          buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), buffer.count, &trailer)
+        return try outcome(r, trailer: trailer, location: location, lookupKey: lookupKey)
+    }
+
+    /// What a read of an entry (a value's size, or a `STRATA_ENTRY_` failure) means.
+    @inline(__always)
+    private func outcome(_ r: Int64, trailer: UInt64, location: IdEntryLocation, lookupKey: UnsafeRawBufferPointer) throws -> IdEntryRead {
+        guard r >= 0 else {
+            let at = location.blockOffset + UInt64(location.entryOffset)
+            switch r {
+            case Int64(STRATA_ENTRY_TOO_LARGE): return .undecided
+            case Int64(STRATA_ENTRY_FAULT):
+                throw StorageError.io(operation: "read (mapped; the file shrank or the disk failed)", path: path, errno: EIO)
+            case Int64(STRATA_ENTRY_OUT_OF_RANGE):
+                throw StorageError.corruption(file: path, offset: at, reason: "id block entry's value out of range")
+            default:
+                throw StorageError.corruption(file: path, offset: at, reason: "id block entry checksum mismatch")
             }
         }
+        stats.bytesRead.add(UInt64(IdBlockLayout.checkedEntryBytes) + UInt64(r), ordering: .relaxed)
+        // Only a version newer than the read: an older one may follow in the next block.
+        guard trailer <= InternalKey.trailer(lookupKey) else { return .undecided }
+        return trailer & 0xFF == UInt64(EntryKind.deletion.rawValue) ? .deleted : .found(count: Int(r))
     }
 
     /// A sparse id block's position of `id`, from its id array copied out of the file into
     /// `scratch` (which it may use whole); nil when the array does not hold the id or does not
     /// fit: the block path then decides, from a block whose checksum it verifies, because the
     /// array copied here is not verified (an entry found through it is, by its checksum).
-    private func sparsePosition(of id: UInt64, handle: BlockHandle, idsOffset: Int, count: Int,
+    private func sparsePosition(of id: UInt64, blockOffset: UInt64, idsOffset: Int, count: Int,
                                 scratch: UnsafeMutableRawBufferPointer) throws -> Int? {
         guard count * 8 <= scratch.count else { return nil }
         let ids = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<(count * 8)])
-        try file.readExactly(at: handle.offset + UInt64(idsOffset), into: ids, path: path)
+        try file.readExactly(at: blockOffset + UInt64(idsOffset), into: ids, path: path)
         var lo = 0, hi = count
         while lo < hi {
             let mid = (lo + hi) / 2

@@ -37,31 +37,9 @@ struct IndexSummary {
     /// in the index block.
     private let runs: [Run]?
     /// Format 5 segments of an id key space (every index key a head and an id): what each index
-    /// entry says of its id block, and the entries grouped by head, for ``idEntry(forUserKey:)``.
-    private let idBlocks: IdBlockTable?
+    /// entry says of its id block, and the entries grouped by head (``IdBlockTable``).
+    let idBlocks: IdBlockTable?
 
-    /// Per index entry of a format 5 segment: the id block's span and last id (the index key's
-    /// id), or no span for a restart-layout block; and the runs of entries by head.
-    struct IdBlockTable {
-        struct Entry {
-            var firstId: UInt64
-            var lastId: UInt64
-            /// Entries in the block; 0 when the block is not an id block (or its span is unusable).
-            var count: UInt32
-            var isSparse: Bool
-        }
-        var entries: [Entry]
-        var runs: [Run]
-        var headCount: Int
-    }
-
-    /// Nil when the index block does not decode as whole entries with handles; lookups then
-    /// take the plain path, which reports the damage.
-    ///
-    /// Built once per segment, by the segment's first read (``IndexSummaryCell``), in one pass
-    /// over the entries with word-wide comparisons; a run's head is copied only when the run
-    /// ends (comparing each key with a copy of the last run cost a retain, a release and a byte
-    /// loop per entry).
     /// - Parameter idSpans: whether index values may carry id block spans after their handles
     ///   (segment format 5, ``IdBlockSpan``).
     init?(index: Block, idSpans: Bool = false) {
@@ -100,7 +78,9 @@ struct IndexSummary {
                 runStart = i
             }
         }
-        idBlocks = headRuns.isEmpty ? nil : Self.idBlockTable(spans: spans, keys: keys, entries: entries, runs: headRuns)
+        idBlocks = headRuns.isEmpty ? nil
+            : IdBlockTable(spans: spans, lastKeys: keys, handles: entries.map { BlockHandle(offset: $0.offset, size: $0.size) },
+                           runs: headRuns.map { ($0.head, $0.range) })
         // Runs only where the shared-prefix word would cut bytes off the keys' ends.
         if headCount >= 0, common < headCount, sameLength {
             for i in 0..<count {
@@ -117,132 +97,6 @@ struct IndexSummary {
         self.entries = entries
     }
 
-    /// The id block table of a format 5 segment, or nil when no index entry has a span. A span
-    /// that does not agree with its index key (a dense block whose last id is not the key's, a
-    /// sparse one whose ids cannot fit between its first and last) or whose entries could not
-    /// fit in its block is left out: reads of that block take the block path, which checks the
-    /// block whole and reports its damage.
-    private static func idBlockTable(spans: [IdBlockSpan?], keys: [UnsafeRawBufferPointer], entries: [Entry],
-                                     runs: [Run]) -> IdBlockTable? {
-        guard spans.contains(where: { $0 != nil }) else { return nil }
-        let headCount = runs[0].head.count
-        var table: [IdBlockTable.Entry] = []
-        table.reserveCapacity(spans.count)
-        for (i, span) in spans.enumerated() {
-            let last = UInt64(bigEndian: keys[i].loadUnaligned(fromByteOffset: headCount, as: UInt64.self))
-            var e = IdBlockTable.Entry(firstId: 0, lastId: last, count: 0, isSparse: false)
-            if let span, span.firstId <= last {
-                let m = UInt64(span.count)
-                let spread = last - span.firstId
-                let agrees = span.isSparse ? m - 1 <= spread : m - 1 == spread
-                // The entries (and a sparse block's ids), the head and the footer inside the block.
-                let perEntry = UInt64(IdBlockLayout.checkedEntryBytes + (span.isSparse ? 8 : 0))
-                let fits = m <= entries[i].size / perEntry
-                    && m * perEntry + UInt64(headCount + IdBlockLayout.footerBytes) <= entries[i].size
-                if agrees && fits {
-                    e = IdBlockTable.Entry(firstId: span.firstId, lastId: last, count: span.count, isSparse: span.isSparse)
-                }
-            }
-            table.append(e)
-        }
-        return IdBlockTable(entries: table, runs: runs, headCount: headCount)
-    }
-
-    /// Where a format 5 segment holds a key in an id block, found from the index entries' spans
-    /// alone: the lower bound of the key among the blocks' last keys, by head (a binary search
-    /// of the few runs) then by id (interpolation within the run). The block there holds every
-    /// key of the segment between the previous block's last key and its own, so when it is an
-    /// id block its head and id range say whether the key is in it, and where.
-    enum IdEntryLookup {
-        /// No block of the segment holds the key: no filter probe needed.
-        case absent
-        /// Index entry `position` is an id block with the key's head whose ids span the key's.
-        case block(position: Int, firstId: UInt64, count: UInt32, isSparse: Bool)
-        /// Not decided here (no spans, a key of another shape, a restart-layout block).
-        case undecided
-    }
-
-    @inline(__always)
-    func idEntry(forUserKey userKey: UnsafeRawBufferPointer) -> IdEntryLookup {
-        guard let idBlocks else { return .undecided }
-        let headCount = idBlocks.headCount
-        guard userKey.count == headCount + 8 else { return .undecided }
-        let runs = idBlocks.runs
-        let head = UnsafeRawBufferPointer(rebasing: userKey[0..<headCount])
-        var lo = 0
-        if runs.count > 1 {
-            var hi = runs.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if runs[mid].head.withUnsafeBytes({ InternalKey.compareUserKeys($0, head) }) < 0 { lo = mid + 1 } else { hi = mid }
-            }
-            guard lo < runs.count else { return .absent }
-        }
-        let id = UInt64(bigEndian: userKey.loadUnaligned(fromByteOffset: headCount, as: UInt64.self))
-        let run = runs[lo].range
-        let sameHead = runs[lo].head.withUnsafeBytes { $0.bytesEqual(head) }
-        if runs.count == 1, !sameHead {
-            // The one run's head against the key's: below it, the key sorts before every block.
-            if runs[0].head.withUnsafeBytes({ InternalKey.compareUserKeys($0, head) }) < 0 { return .absent }
-        }
-        return idBlocks.entries.withUnsafeBufferPointer { all -> IdEntryLookup in
-            var position = run.lowerBound
-            if sameHead {
-                let e = UnsafeBufferPointer(rebasing: all[run])
-                position = run.lowerBound + Self.firstLastIdNotBelow(id, in: e)
-            }
-            guard position < all.count else { return .absent }
-            let block = all[position]
-            guard block.count > 0 else { return .undecided }
-            // An id block holds one head: its last key's. The key's head or id outside it: the
-            // key sorts between the previous block's last key and this block's first.
-            guard sameHead, position < run.upperBound, block.firstId <= id else { return .absent }
-            return .block(position: position, firstId: block.firstId, count: block.count, isSparse: block.isSparse)
-        }
-    }
-
-    /// The first position whose last id is >= `id` (`e.count` when none is): from an
-    /// interpolated guess, as ``firstNotBelow(_:in:)``.
-    @inline(__always)
-    private static func firstLastIdNotBelow(_ id: UInt64, in e: UnsafeBufferPointer<IdBlockTable.Entry>) -> Int {
-        let n = e.count
-        guard n > 0, e[0].lastId < id else { return 0 }
-        guard e[n - 1].lastId >= id else { return n }
-        let span = e[n - 1].lastId - e[0].lastId
-        let guess = Int(span.dividingFullWidth((id - e[0].lastId).multipliedFullWidth(by: UInt64(n - 1))).quotient)
-        var lo: Int, hi: Int
-        if e[guess].lastId >= id {
-            // e[lo] < id <= e[hi]: gallop left from the guess.
-            hi = guess
-            lo = 0
-            var step = 1
-            while step <= hi {
-                if e[hi - step].lastId < id {
-                    lo = hi - step
-                    break
-                }
-                hi -= step
-                step &<<= 1
-            }
-        } else {
-            lo = guess
-            hi = n - 1
-            var step = 1
-            while lo + step < hi {
-                if e[lo + step].lastId >= id {
-                    hi = lo + step
-                    break
-                }
-                lo += step
-                step &<<= 1
-            }
-        }
-        while hi - lo > 1 {
-            let mid = (lo &+ hi) >> 1
-            if e[mid].lastId < id { lo = mid } else { hi = mid }
-        }
-        return hi
-    }
 
     var count: Int { entries.count }
 

@@ -10,7 +10,12 @@ final class IndexSummaryCell: @unchecked Sendable {
     /// ``IndexSummary/init(index:)``), so a damaged index is not summarised again on every read.
     private final class Built {
         let summary: IndexSummary?
-        init(_ summary: IndexSummary?) { self.summary = summary }
+        /// The summary's id block table (format 5), reached without copying the summary.
+        let idBlocks: IdBlockTable?
+        init(_ summary: IndexSummary?) {
+            self.summary = summary
+            idBlocks = summary?.idBlocks
+        }
     }
 
     /// A retained `Built`, or nil before the first read.
@@ -32,6 +37,16 @@ final class IndexSummaryCell: @unchecked Sendable {
     func withSummary<R>(of index: Block, _ body: (IndexSummary?) throws -> R) rethrows -> R {
         let p = published.load(ordering: .acquiring) ?? build(index)
         return try Unmanaged<Built>.fromOpaque(p)._withUnsafeGuaranteedRef { try body($0.summary) }
+    }
+
+    /// The id block table of `index`'s summary (format 5), unretained: the cell holds it as long
+    /// as the segment lives. Builds the summary first if no read has yet.
+    @inline(__always)
+    func idBlocks(of index: Block) -> Unmanaged<IdBlockTable>? {
+        let p = published.load(ordering: .acquiring) ?? build(index)
+        return Unmanaged<Built>.fromOpaque(p)._withUnsafeGuaranteedRef { built in
+            built.idBlocks.map { Unmanaged.passUnretained($0) }
+        }
     }
 
     @inline(never)

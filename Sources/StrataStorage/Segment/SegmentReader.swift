@@ -8,6 +8,9 @@ final class SegmentReader: @unchecked Sendable {
     let fileNumber: UInt64
     let path: String
     let file: any ReadableFile
+    /// The file's read-only mapping when the file system made one (``PosixFileSystem``): point
+    /// reads of format 5 id block entries copy out of it directly (``readIdEntry(lookupKey:into:)``).
+    let mapped: UnsafeRawBufferPointer?
     let fileSize: UInt64
     let properties: SegmentProperties
     /// The index block, read by the first read that needs it (``BlockCell``).
@@ -43,6 +46,7 @@ final class SegmentReader: @unchecked Sendable {
 
     private init(file: any ReadableFile, path: String, fileNumber: UInt64, cache: BlockCache, stats: StatisticsCounters) throws {
         self.file = file
+        mapped = (file as? PosixReadableFile)?.mappedBytes
         self.path = path
         self.fileNumber = fileNumber
         self.cache = cache
