@@ -75,10 +75,11 @@ int strata_guarded_copy(void *destination, const void *source, size_t length) {
     return 0;
 }
 
-// The entry copy of strata_read_checked_entry (id_entry.c): the entry, then, when its value
-// offset and size (u32 LE at 8 and 12, relative to `block`) lie below `values_end` and fit in
-// `capacity`, the value; both under one jump buffer.
-int strata_guarded_copy_pair(void *entry_out, const void *entry, size_t entry_length,
+// The entry copy of strata_read_checked_entry (id_entry.c): the entry and the next one's value
+// offset (`entry_length` bytes), then, when the entry's value (from its offset, u32 LE at 0, to
+// the next offset, at entry_length - 4, or to `value_end_override` unless that is UINT64_MAX)
+// lies below `values_end` and fits in `capacity`, the value; both under one jump buffer.
+int strata_guarded_copy_pair(void *entry_out, const void *entry, size_t entry_length, uint64_t value_end_override,
                              const uint8_t *block, uint64_t values_end, uint8_t *value_out,
                              size_t capacity, uint64_t *value_length) {
     pthread_once(&install_once, install_handler);
@@ -89,17 +90,18 @@ int strata_guarded_copy_pair(void *entry_out, const void *entry, size_t entry_le
     active_copy = &jump;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     memcpy(entry_out, entry, entry_length);
-    uint32_t offset, size;
-    memcpy(&offset, (const uint8_t *)entry_out + 8, 4);
-    memcpy(&size, (const uint8_t *)entry_out + 12, 4);
+    uint32_t offset, next;
+    memcpy(&offset, (const uint8_t *)entry_out, 4);
+    memcpy(&next, (const uint8_t *)entry_out + entry_length - 4, 4);
+    uint64_t end = value_end_override != UINT64_MAX ? value_end_override : next;
     int result = 0;
-    if (offset > values_end || size > values_end - offset) {
+    if (offset > end || end > values_end) {
         result = STRATA_ENTRY_OUT_OF_RANGE;
-    } else if (size > capacity) {
+    } else if (end - offset > capacity) {
         result = STRATA_ENTRY_TOO_LARGE;
     } else {
-        memcpy(value_out, block + offset, size);
-        *value_length = size;
+        memcpy(value_out, block + offset, (size_t)(end - offset));
+        *value_length = end - offset;
     }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     active_copy = NULL;

@@ -9,7 +9,7 @@
 #include <setjmp.h>
 #include <string.h>
 
-int strata_guarded_copy_pair(void *entry_out, const void *entry, size_t entry_length,
+int strata_guarded_copy_pair(void *entry_out, const void *entry, size_t entry_length, uint64_t value_end_override,
                              const uint8_t *block, uint64_t values_end, uint8_t *value_out,
                              size_t capacity, uint64_t *value_length);
 
@@ -53,39 +53,49 @@ static uint32_t crc_of_pieces(const uint8_t *a, size_t an, const uint8_t *b, siz
     return strata_crc32c_extend(crc, c, cn);
 }
 
-int64_t strata_read_checked_value(const uint8_t *block, const uint8_t *entry, uint64_t values_end,
-                                  const uint8_t *key, size_t key_length, uint8_t *value_out, size_t capacity,
-                                  uint64_t *trailer_out) {
-    uint32_t offset, size, stored;
-    uint64_t trailer;
-    memcpy(&trailer, entry, 8);
-    memcpy(&offset, entry + 8, 4);
-    memcpy(&size, entry + 12, 4);
-    memcpy(&stored, entry + 16, 4);
-    if (offset > values_end || size > values_end - offset) return STRATA_ENTRY_OUT_OF_RANGE;
-    if (size > capacity) return STRATA_ENTRY_TOO_LARGE;
-    if (size > 0 && strata_guarded_copy(value_out, block + offset, size) != 0) return STRATA_ENTRY_FAULT;
-    uint32_t crc = crc_of_pieces(key, key_length, entry, 8, value_out, size);
-    uint32_t masked = ((crc >> 15) | (crc << 17)) + 0xA282EAD8u;
-    if (masked != stored) return STRATA_ENTRY_CHECKSUM;
-    *trailer_out = trailer;
-    return (int64_t)size;
+// The trailer of a format 5 entry: after its offset and checksum, or 1 (sequence 0, a value)
+// in a block whose 8-byte entries leave it out.
+static uint64_t entry_trailer(const uint8_t *entry, uint32_t entry_bytes) {
+    uint64_t trailer = 1;
+    if (entry_bytes == 16) memcpy(&trailer, entry + 8, 8);
+    return trailer;
 }
 
-int64_t strata_read_checked_entry(const uint8_t *block, uint64_t entry_offset, uint64_t values_end,
-                                  const uint8_t *key, size_t key_length, uint8_t *value_out, size_t capacity,
-                                  uint64_t *trailer_out) {
-    uint8_t entry[20];
-    uint64_t length = 0;
-    int r = strata_guarded_copy_pair(entry, block + entry_offset, sizeof entry, block, values_end, value_out, capacity, &length);
-    if (r != 0) return r;
-    uint64_t trailer;
+static int64_t check_entry(const uint8_t *entry, uint32_t entry_bytes, const uint8_t *key, size_t key_length,
+                           const uint8_t *value, uint64_t length, uint64_t *trailer_out) {
+    uint64_t trailer = entry_trailer(entry, entry_bytes);
     uint32_t stored;
-    memcpy(&trailer, entry, 8);
-    memcpy(&stored, entry + 16, 4);
-    uint32_t crc = crc_of_pieces(key, key_length, entry, 8, value_out, (size_t)length);
+    memcpy(&stored, entry + 4, 4);
+    uint8_t trailer_bytes[8];
+    memcpy(trailer_bytes, &trailer, 8);
+    uint32_t crc = crc_of_pieces(key, key_length, trailer_bytes, 8, value, (size_t)length);
     uint32_t masked = ((crc >> 15) | (crc << 17)) + 0xA282EAD8u;
     if (masked != stored) return STRATA_ENTRY_CHECKSUM;
     *trailer_out = trailer;
     return (int64_t)length;
+}
+
+int64_t strata_read_checked_value(const uint8_t *block, const uint8_t *entry, uint32_t entry_bytes, int is_last,
+                                  uint64_t values_end, const uint8_t *key, size_t key_length, uint8_t *value_out,
+                                  size_t capacity, uint64_t *trailer_out) {
+    uint32_t offset, next;
+    memcpy(&offset, entry, 4);
+    memcpy(&next, entry + entry_bytes, 4);
+    uint64_t end = is_last ? values_end : next;
+    if (offset > end || end > values_end) return STRATA_ENTRY_OUT_OF_RANGE;
+    uint64_t size = end - offset;
+    if (size > capacity) return STRATA_ENTRY_TOO_LARGE;
+    if (size > 0 && strata_guarded_copy(value_out, block + offset, (size_t)size) != 0) return STRATA_ENTRY_FAULT;
+    return check_entry(entry, entry_bytes, key, key_length, value_out, size, trailer_out);
+}
+
+int64_t strata_read_checked_entry(const uint8_t *block, uint64_t entry_offset, uint32_t entry_bytes, int is_last,
+                                  uint64_t values_end, const uint8_t *key, size_t key_length, uint8_t *value_out,
+                                  size_t capacity, uint64_t *trailer_out) {
+    uint8_t entry[20];
+    uint64_t length = 0;
+    int r = strata_guarded_copy_pair(entry, block + entry_offset, entry_bytes + 4, is_last ? values_end : UINT64_MAX,
+                                     block, values_end, value_out, capacity, &length);
+    if (r != 0) return r;
+    return check_entry(entry, entry_bytes, key, key_length, value_out, length, trailer_out);
 }

@@ -56,19 +56,23 @@ int strata_guarded_copy(void *destination, const void *source, size_t length);
 #define STRATA_ENTRY_CHECKSUM (-4)
 
 // Reads the format 5 id block entry at `entry_offset` of the block at `block` (in a segment's
-// mapping) and copies its value into `value_out` (SPEC.md §6.1.1), both copies guarded against
-// bus errors, then checks the entry's checksum over `key`, its trailer and the value. Returns
-// the value's size, with the trailer in `*trailer_out`, or a STRATA_ENTRY_ failure. The caller
-// has checked that the block lies in the mapping and the entry in the block.
-int64_t strata_read_checked_entry(const uint8_t *block, uint64_t entry_offset, uint64_t values_end,
-                                  const uint8_t *key, size_t key_length, uint8_t *value_out, size_t capacity,
-                                  uint64_t *trailer_out);
+// mapping; entries of `entry_bytes`, 16 or 8, SPEC.md §6.1.1) and copies its value into
+// `value_out`: from the entry's value offset to the next entry's (or to `values_end` for the
+// block's last entry, `is_last`), both copies guarded against bus errors; then checks the
+// entry's checksum over `key`, its trailer and the value. Returns the value's size, with the
+// trailer in `*trailer_out`, or a STRATA_ENTRY_ failure. The caller has checked that the block
+// lies in the mapping and the entry in the block (the head and footer follow the last entry,
+// so the next offset's 4 bytes are always inside it).
+int64_t strata_read_checked_entry(const uint8_t *block, uint64_t entry_offset, uint32_t entry_bytes, int is_last,
+                                  uint64_t values_end, const uint8_t *key, size_t key_length, uint8_t *value_out,
+                                  size_t capacity, uint64_t *trailer_out);
 
-// The second half of strata_read_checked_entry, for a caller that copied the 20-byte `entry`
-// itself (a batched read, which overlaps the entries' memory misses before the values').
-int64_t strata_read_checked_value(const uint8_t *block, const uint8_t *entry, uint64_t values_end,
-                                  const uint8_t *key, size_t key_length, uint8_t *value_out, size_t capacity,
-                                  uint64_t *trailer_out);
+// The second half of strata_read_checked_entry, for a caller that copied the entry and the next
+// offset (`entry_bytes` + 4 bytes at `entry`) itself: a batched read, which overlaps the
+// entries' memory misses before the values'.
+int64_t strata_read_checked_value(const uint8_t *block, const uint8_t *entry, uint32_t entry_bytes, int is_last,
+                                  uint64_t values_end, const uint8_t *key, size_t key_length, uint8_t *value_out,
+                                  size_t capacity, uint64_t *trailer_out);
 
 // Happens-before edges that ThreadSanitizer cannot see by itself. A memtable's arena chunks go
 // back to a pool when the memtable is freed, and the thread that frees it is whichever dropped

@@ -19,8 +19,8 @@ final class Block: @unchecked Sendable {
     private let headWord: UInt64
     private let headCount: UInt16
     private let idSparse: Bool
-    /// An id block of format 5: entries carry their own checksums.
-    private let idChecked: Bool
+    /// An id block's entry shape (format 4, or format 5 with or without trailers).
+    private let idShape: IdBlockLayout.EntryShape
     /// Bytes of the allocation, for the cache's charge.
     private let allocated: Int32
 
@@ -37,7 +37,7 @@ final class Block: @unchecked Sendable {
     var idLayout: IdBlockLayout? {
         guard idCount > 0 else { return nil }
         return IdBlockLayout(contents: contents, count: Int(idCount), firstId: firstId, isSparse: idSparse,
-                             entriesOffset: Int(restartsAt), headCount: Int(headCount), headWord: headWord, isChecked: idChecked)
+                             entriesOffset: Int(restartsAt), headCount: Int(headCount), headWord: headWord, shape: idShape)
     }
 
     /// Takes ownership of `storage`, whose first `contentsCount` bytes are the block.
@@ -57,7 +57,7 @@ final class Block: @unchecked Sendable {
         // Block handles are below 2^31 and decompressed sizes below 2^28 (SegmentReader).
         guard storage.count <= Int(Int32.max), contentsCount <= storage.count else { throw fail("block too large") }
         var restartsAt = 0, restarts = 0, idCount = 0, firstId: UInt64 = 0, headWord: UInt64 = 0, headCount = 0
-        var sparse = false, checked = false
+        var sparse = false, shape = IdBlockLayout.EntryShape.plain
         // A raw payload (filter, properties) has no entries to iterate: nothing to parse.
         if parseRestarts {
             guard contentsCount >= 4 else { throw fail("block too short") }
@@ -70,7 +70,7 @@ final class Block: @unchecked Sendable {
                     headWord = layout.headWord
                     headCount = layout.headCount
                     sparse = layout.isSparse
-                    checked = layout.isChecked
+                    shape = layout.shape
                 case let .failure(damage):
                     throw fail(damage.reason)
                 }
@@ -95,7 +95,7 @@ final class Block: @unchecked Sendable {
         self.headWord = headWord
         self.headCount = UInt16(headCount)
         idSparse = sparse
-        idChecked = checked
+        idShape = shape
         allocated = Int32(storage.count)
     }
 

@@ -14,7 +14,6 @@ enum IdBlockFormat: Sendable {
         self = version >= 5 ? .checked : version >= 4 ? .plain : .none
     }
 
-    var entryBytes: Int { self == .checked ? IdBlockLayout.checkedEntryBytes : IdBlockLayout.entryBytes }
 }
 
 /// The id-addressed layout of a data block (segment formats 4 and 5, SPEC.md §6.1.1): a block
@@ -23,11 +22,17 @@ enum IdBlockFormat: Sendable {
 ///
 /// ```
 /// id block = value bytes | ids (u64 × m, sparse only) | entry × m | head (h bytes) | footer
-/// entry    = trailer (u64) | value offset (u32) | value size (u32)              16 bytes (format 4)
-///          | checksum (u32, format 5: masked CRC-32C of user key · trailer · value)  20 bytes
+/// entry    = trailer (u64) | value offset (u32) | value size (u32)           16 bytes (format 4)
+///          = value offset (u32) | checksum (u32) | trailer (u64)             16 bytes (format 5)
+///          = value offset (u32) | checksum (u32)      8 bytes (format 5, every trailer 1)
+/// checksum = masked CRC-32C of user key · trailer (u64 LE) · value
 /// footer   = first id (u64) | m (u32) | h (u32) | flags (u32) | 0 (u32)          24 bytes
-/// flags    = bit 0 sparse | bit 1 checked entries (set exactly in format 5)
+/// flags    = bit 0 sparse | bit 1 checked (set exactly in format 5) | bit 2 every trailer
+///            is 1, sequence 0 (format 5 only)
 /// ```
+///
+/// In format 5 a value's size is not stored: values lie in entry order, each up to the next
+/// entry's offset (the last up to the end of the value bytes).
 ///
 /// A dense block (ids `first … first + m - 1`, no gap) finds entry `id - first` by arithmetic:
 /// with the footer's fields kept in the ``Block`` object, a lookup reads the entry's line and
@@ -39,12 +44,23 @@ enum IdBlockFormat: Sendable {
 /// lookups and the iterator index it without further checks.
 struct IdBlockLayout {
     static let footerBytes = 24
-    /// A format 4 entry.
-    static let entryBytes = 16
-    /// A format 5 entry: a format 4 entry and its checksum.
-    static let checkedEntryBytes = 20
     static let sparseFlag: UInt32 = 1
     static let checkedFlag: UInt32 = 2
+    static let sequenceZeroFlag: UInt32 = 4
+
+    /// How an entry is laid out (see above).
+    enum EntryShape: UInt8 {
+        /// Format 4: trailer, value offset, value size.
+        case plain
+        /// Format 5: value offset, checksum, trailer.
+        case checked
+        /// Format 5 with every trailer 1 (sequence 0, a value: a bottom level's oldest versions):
+        /// value offset, checksum.
+        case checkedSequenceZero
+
+        var bytes: Int { self == .checkedSequenceZero ? 8 : 16 }
+        var isChecked: Bool { self != .plain }
+    }
 
     /// The block's contents (owned by its ``Block``).
     let contents: UnsafeRawBufferPointer
@@ -56,10 +72,10 @@ struct IdBlockLayout {
     /// The head's first (up to) 8 bytes as a little-endian word, zero-padded: a key's head is
     /// compared with it, without reading the head at the end of the block (another cache line).
     let headWord: UInt64
-    /// Format 5: each entry ends in its checksum (``checkedEntryBytes`` a piece).
-    let isChecked: Bool
+    let shape: EntryShape
 
-    @inline(__always) var entryStride: Int { isChecked ? Self.checkedEntryBytes : Self.entryBytes }
+    @inline(__always) var isChecked: Bool { shape.isChecked }
+    @inline(__always) var entryStride: Int { shape.bytes }
     /// Where the id array starts (sparse blocks only).
     var idsOffset: Int { isSparse ? entriesOffset - count * 8 : entriesOffset }
     var headOffset: Int { entriesOffset + count * entryStride }
@@ -85,11 +101,13 @@ struct IdBlockLayout {
         let m = Int(loadFixed32(contents, footer + 8))
         let h = Int(loadFixed32(contents, footer + 12))
         let flags = loadFixed32(contents, footer + 16)
-        guard flags & ~(sparseFlag | checkedFlag) == 0, (flags & checkedFlag != 0) == checked else {
+        guard flags & ~(sparseFlag | checkedFlag | sequenceZeroFlag) == 0, (flags & checkedFlag != 0) == checked,
+              checked || flags & sequenceZeroFlag == 0 else {
             return .failure(.init("id block flags \(flags)"))
         }
         let sparse = flags & sparseFlag != 0
-        let entryBytes = checked ? checkedEntryBytes : Self.entryBytes
+        let shape: EntryShape = !checked ? .plain : flags & sequenceZeroFlag != 0 ? .checkedSequenceZero : .checked
+        let entryBytes = shape.bytes
         // Each bound is checked before it is used in a product or a sum.
         guard m >= 1, m <= footer / entryBytes else { return .failure(.init("id block count \(m)")) }
         guard h <= StorageLimits.maxKeyBytes - 8, h <= footer - m * entryBytes else {
@@ -112,15 +130,25 @@ struct IdBlockLayout {
             guard first <= UInt64.max - UInt64(m - 1) else { return .failure(.init("id block id range")) }
         }
         let valuesEnd = idsOffset
-        for i in 0..<m {
-            let e = entriesOffset + i * entryBytes
-            let offset = Int(loadFixed32(contents, e + 8)), size = Int(loadFixed32(contents, e + 12))
-            guard offset <= valuesEnd, size <= valuesEnd - offset else { return .failure(.init("id block value out of range")) }
+        if checked {
+            // Values in entry order, each up to the next one's offset.
+            var previous = 0
+            for i in 0..<m {
+                let offset = Int(loadFixed32(contents, entriesOffset + i * entryBytes))
+                guard offset >= previous, offset <= valuesEnd else { return .failure(.init("id block value out of range")) }
+                previous = offset
+            }
+        } else {
+            for i in 0..<m {
+                let e = entriesOffset + i * entryBytes
+                let offset = Int(loadFixed32(contents, e + 8)), size = Int(loadFixed32(contents, e + 12))
+                guard offset <= valuesEnd, size <= valuesEnd - offset else { return .failure(.init("id block value out of range")) }
+            }
         }
         var word: UInt64 = 0
         for i in 0..<min(h, 8) { word |= UInt64(contents[headOffset + i]) << UInt64(8 * i) }
         return .success(IdBlockLayout(contents: contents, count: m, firstId: first, isSparse: sparse,
-                                      entriesOffset: entriesOffset, headCount: h, headWord: word, isChecked: checked))
+                                      entriesOffset: entriesOffset, headCount: h, headWord: word, shape: shape))
     }
 
     /// Format 5: the index of the first entry whose checksum does not match its key and value,
@@ -131,11 +159,11 @@ struct IdBlockLayout {
             for i in 0..<count {
                 writeKey(i, to: key.baseAddress!)
                 let v = value(i)
-                let e = entriesOffset + i &* Self.checkedEntryBytes
+                let e = entriesOffset + i &* entryStride
                 let user = UnsafeRawBufferPointer(start: key.baseAddress, count: userKeyCount)
                 let expected = Self.entryChecksum(userKey: user, trailer: trailer(i),
                                                   value: UnsafeRawBufferPointer(rebasing: contents[v.offset..<(v.offset + v.count)]))
-                if loadFixed32(contents, e + 16) != expected { return i }
+                if loadFixed32(contents, e + 4) != expected { return i }
             }
             return nil
         }
@@ -160,13 +188,21 @@ struct IdBlockLayout {
     }
 
     @inline(__always) func trailer(_ i: Int) -> UInt64 {
-        loadFixed64(contents, entriesOffset + i &* entryStride)
+        switch shape {
+        case .plain: return loadFixed64(contents, entriesOffset + i &* 16)
+        case .checked: return loadFixed64(contents, entriesOffset + i &* 16 + 8)
+        case .checkedSequenceZero: return InternalKey.trailer(sequence: 0, kind: .value)
+        }
     }
 
     /// Entry `i`'s value: its offset and size in `contents`.
     @inline(__always) func value(_ i: Int) -> (offset: Int, count: Int) {
         let e = entriesOffset + i &* entryStride
-        return (Int(loadFixed32(contents, e + 8)), Int(loadFixed32(contents, e + 12)))
+        if shape == .plain { return (Int(loadFixed32(contents, e + 8)), Int(loadFixed32(contents, e + 12))) }
+        // Format 5: up to the next entry's value (decode checked that offsets do not decrease).
+        let offset = Int(loadFixed32(contents, e))
+        let end = i + 1 < count ? Int(loadFixed32(contents, e + entryStride)) : idsOffset
+        return (offset, end - offset)
     }
 
     /// Writes entry `i`'s internal key (head, big-endian id, trailer) at `out`, which has room

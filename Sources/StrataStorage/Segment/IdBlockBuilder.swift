@@ -12,6 +12,8 @@ struct IdBlockBuilder {
     private let checked: Bool
     /// Per entry, its checksum (format 5 only).
     private var checksums: [UInt32] = []
+    /// Whether every trailer so far is 1 (sequence 0, a value): format 5 then leaves them out.
+    private var sequenceZero = true
 
     init(checked: Bool = true) { self.checked = checked }
 
@@ -20,19 +22,21 @@ struct IdBlockBuilder {
 
     /// Size of the block if finished now (counting the id array as if it were sparse).
     var estimatedSize: Int {
-        values.count + ids.count * ((checked ? IdBlockLayout.checkedEntryBytes : IdBlockLayout.entryBytes) + 8)
-            + head.count + IdBlockLayout.footerBytes
+        values.count + ids.count * ((checked && sequenceZero ? 8 : 16) + (isSparse ? 8 : 0)) + head.count + IdBlockLayout.footerBytes
     }
 
     /// The first id and the number of entries, and whether ids have gaps: what a format 5 index
     /// entry says of the block (SPEC.md §6.2). REQUIRES: not empty.
-    var span: IdBlockSpan { IdBlockSpan(firstId: ids[0], count: UInt32(ids.count), isSparse: isSparse) }
+    var span: IdBlockSpan {
+        IdBlockSpan(firstId: ids[0], count: UInt32(ids.count), isSparse: isSparse, sequenceZero: checked && sequenceZero)
+    }
 
     mutating func reset() {
         values.removeAll()
         ids.removeAll(keepingCapacity: true)
         entries.removeAll(keepingCapacity: true)
         checksums.removeAll(keepingCapacity: true)
+        sequenceZero = true
         head.removeAll(keepingCapacity: true)
         isSparse = false
     }
@@ -63,6 +67,7 @@ struct IdBlockBuilder {
         ids.append(id)
         let trailer = InternalKey.trailer(internalKey)
         if checked { checksums.append(IdBlockLayout.entryChecksum(userKey: user, trailer: trailer, value: value)) }
+        if trailer != InternalKey.trailer(sequence: 0, kind: .value) { sequenceZero = false }
         entries.append((trailer, UInt32(values.count), UInt32(value.count)))
         values.append(value)
         return true
@@ -81,16 +86,23 @@ struct IdBlockBuilder {
     mutating func withFinishedContents<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         if isSparse { for id in ids { values.appendFixed64(id) } }
         for (i, (trailer, offset, size)) in entries.enumerated() {
-            values.appendFixed64(trailer)
-            values.appendFixed32(offset)
-            values.appendFixed32(size)
-            if checked { values.appendFixed32(checksums[i]) }
+            if checked {
+                // Format 5: no size (values follow each other), no trailer when all are 1.
+                values.appendFixed32(offset)
+                values.appendFixed32(checksums[i])
+                if !sequenceZero { values.appendFixed64(trailer) }
+            } else {
+                values.appendFixed64(trailer)
+                values.appendFixed32(offset)
+                values.appendFixed32(size)
+            }
         }
         values.append(head)
         values.appendFixed64(ids[0])
         values.appendFixed32(UInt32(ids.count))
         values.appendFixed32(UInt32(head.count))
-        values.appendFixed32((isSparse ? IdBlockLayout.sparseFlag : 0) | (checked ? IdBlockLayout.checkedFlag : 0))
+        values.appendFixed32((isSparse ? IdBlockLayout.sparseFlag : 0) | (checked ? IdBlockLayout.checkedFlag : 0)
+                             | (checked && sequenceZero ? IdBlockLayout.sequenceZeroFlag : 0))
         values.appendFixed32(0)
         return try values.bytes.withUnsafeBytes(body)
     }

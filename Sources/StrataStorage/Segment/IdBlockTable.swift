@@ -14,6 +14,8 @@ final class IdBlockTable: @unchecked Sendable {
         /// Entries in the block; 0 when the block is not an id block (or its span is unusable).
         var count: UInt32
         var isSparse: Bool
+        /// Bytes of each entry (``IdBlockLayout/EntryShape``).
+        var entryBytes: UInt8
     }
 
     /// One per index entry. Immutable after init (`@unchecked Sendable`).
@@ -42,13 +44,13 @@ final class IdBlockTable: @unchecked Sendable {
         entries = .allocate(capacity: spans.count)
         for (i, span) in spans.enumerated() {
             let last = UInt64(bigEndian: lastKeys[i].loadUnaligned(fromByteOffset: headCount, as: UInt64.self))
-            var e = Entry(firstId: 0, lastId: last, offset: handles[i].offset, size: 0, count: 0, isSparse: false)
+            var e = Entry(firstId: 0, lastId: last, offset: handles[i].offset, size: 0, count: 0, isSparse: false, entryBytes: 0)
             if let span, span.firstId <= last, handles[i].size <= UInt64(Int32.max) {
                 let m = UInt64(span.count)
                 let spread = last - span.firstId
                 let agrees = span.isSparse ? m - 1 <= spread : m - 1 == spread
                 // The entries (and a sparse block's ids), the head and the footer inside the block.
-                let perEntry = UInt64(IdBlockLayout.checkedEntryBytes + (span.isSparse ? 8 : 0))
+                let perEntry = UInt64(span.entryBytes + (span.isSparse ? 8 : 0))
                 let fits = m <= handles[i].size / perEntry
                     && m * perEntry + UInt64(headCount + IdBlockLayout.footerBytes) <= handles[i].size
                 if agrees && fits {
@@ -56,6 +58,7 @@ final class IdBlockTable: @unchecked Sendable {
                     e.size = UInt32(handles[i].size)
                     e.count = span.count
                     e.isSparse = span.isSparse
+                    e.entryBytes = UInt8(span.entryBytes)
                 }
             }
             entries.initializeElement(at: i, to: e)

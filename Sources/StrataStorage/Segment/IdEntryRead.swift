@@ -27,6 +27,15 @@ struct IdEntryLocation {
     /// The entry's offset in the block; values lie below `valuesEnd` (block-relative).
     var entryOffset: Int
     var valuesEnd: Int
+    /// Bytes of each entry: 16, or 8 when every trailer is 1 (``IdBlockLayout/EntryShape``).
+    var entryBytes: Int
+    /// The block's last entry, whose value ends at `valuesEnd` rather than at the next entry's.
+    var isLast: Bool
+
+    /// The trailer of an entry whose bytes start at `entry`.
+    @inline(__always) func trailer(_ entry: UnsafeRawPointer) -> UInt64 {
+        entryBytes == 8 ? InternalKey.trailer(sequence: 0, kind: .value) : UInt64(littleEndian: entry.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+    }
 }
 
 /// Whether a segment holds a key in a format 5 id block, and where.
@@ -71,8 +80,8 @@ extension SegmentReader {
         let headCount = userKey.count - 8
         let id = UInt64(bigEndian: userKey.loadUnaligned(fromByteOffset: headCount, as: UInt64.self))
         // The table checked that these regions fit in the block.
-        let m = Int(block.count)
-        let entriesOffset = Int(block.size) - IdBlockLayout.footerBytes - headCount - m * IdBlockLayout.checkedEntryBytes
+        let m = Int(block.count), entryBytes = Int(block.entryBytes)
+        let entriesOffset = Int(block.size) - IdBlockLayout.footerBytes - headCount - m * entryBytes
         let valuesEnd = block.isSparse ? entriesOffset - m * 8 : entriesOffset
         let position: Int
         if block.isSparse {
@@ -84,7 +93,8 @@ extension SegmentReader {
             position = Int(id - block.firstId)
         }
         return .entry(IdEntryLocation(blockOffset: block.offset, blockSize: Int(block.size),
-                                      entryOffset: entriesOffset + position * IdBlockLayout.checkedEntryBytes, valuesEnd: valuesEnd))
+                                      entryOffset: entriesOffset + position * entryBytes, valuesEnd: valuesEnd,
+                                      entryBytes: entryBytes, isLast: position == m - 1))
     }
 
     /// The block's first byte in the mapping, when the file is mapped and the block lies in it.
@@ -102,25 +112,29 @@ extension SegmentReader {
         if let block = mappedBlock(location) {
             // The mapping: both copies and the checksum in one call.
             var trailer: UInt64 = 0
-            let r = strata_read_checked_entry(block, UInt64(location.entryOffset), UInt64(location.valuesEnd),
+            let r = strata_read_checked_entry(block, UInt64(location.entryOffset), UInt32(location.entryBytes),
+                                              location.isLast ? 1 : 0, UInt64(location.valuesEnd),
                                               userKey.baseAddress!.assumingMemoryBound(to: UInt8.self), userKey.count,
                                               buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), buffer.count, &trailer)
             return try outcome(r, trailer: trailer, location: location, lookupKey: lookupKey)
         }
         let entryAt = location.blockOffset + UInt64(location.entryOffset)
-        return try withUnsafeTemporaryAllocation(byteCount: IdBlockLayout.checkedEntryBytes, alignment: 8) { entry in
+        // The entry and the next one's value offset (the head and footer follow the last entry).
+        return try withUnsafeTemporaryAllocation(byteCount: location.entryBytes + 4, alignment: 8) { entry in
             try file.readExactly(at: entryAt, into: entry, path: path)
             let raw = UnsafeRawBufferPointer(entry)
-            let trailer = loadFixed64(raw, 0)
-            let valueOffset = Int(loadFixed32(raw, 8)), valueCount = Int(loadFixed32(raw, 12))
-            guard valueOffset <= location.valuesEnd, valueCount <= location.valuesEnd - valueOffset else {
+            let trailer = location.trailer(raw.baseAddress!)
+            let valueOffset = Int(loadFixed32(raw, 0))
+            let valueEnd = location.isLast ? location.valuesEnd : Int(loadFixed32(raw, location.entryBytes))
+            guard valueOffset <= valueEnd, valueEnd <= location.valuesEnd else {
                 throw StorageError.corruption(file: path, offset: entryAt, reason: "id block entry's value out of range")
             }
+            let valueCount = valueEnd - valueOffset
             guard valueCount <= buffer.count else { return .undecided }
             let value = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<valueCount])
             if valueCount > 0 { try file.readExactly(at: location.blockOffset + UInt64(valueOffset), into: value, path: path) }
             let expected = IdBlockLayout.entryChecksum(userKey: userKey, trailer: trailer, value: UnsafeRawBufferPointer(value))
-            guard loadFixed32(raw, 16) == expected else {
+            guard loadFixed32(raw, 4) == expected else {
                 throw StorageError.corruption(file: path, offset: entryAt, reason: "id block entry checksum mismatch")
             }
             return try outcome(Int64(valueCount), trailer: trailer, location: location, lookupKey: lookupKey)
@@ -134,16 +148,16 @@ extension SegmentReader {
         if let block = mappedBlock(location) { strata_prefetch(block + location.entryOffset) }
     }
 
-    /// For batched reads: copies the entry (``IdBlockLayout/checkedEntryBytes``) to `entry` and
+    /// For batched reads: copies the entry and the next one's value offset (at most 20 bytes) to `entry` and
     /// starts loading its value's cache line; false when the file is not mapped (the read then
     /// takes ``readIdEntry(at:lookupKey:into:)``).
     @inline(__always)
     func copyIdEntry(_ location: IdEntryLocation, to entry: UnsafeMutableRawPointer) throws -> Bool {
         guard let block = mappedBlock(location) else { return false }
-        if strata_guarded_copy(entry, block + location.entryOffset, IdBlockLayout.checkedEntryBytes) != 0 {
+        if strata_guarded_copy(entry, block + location.entryOffset, location.entryBytes + 4) != 0 {
             throw StorageError.io(operation: "read (mapped; the file shrank or the disk failed)", path: path, errno: EIO)
         }
-        let valueOffset = Int(entry.loadUnaligned(fromByteOffset: 8, as: UInt32.self).littleEndian)
+        let valueOffset = Int(entry.loadUnaligned(as: UInt32.self).littleEndian)
         if valueOffset < location.valuesEnd { strata_prefetch(block + valueOffset) }
         return true
     }
@@ -155,7 +169,8 @@ extension SegmentReader {
         guard let block = mappedBlock(location) else { return try readIdEntry(at: location, lookupKey: lookupKey, into: buffer) }
         let userKey = InternalKey.userKey(lookupKey)
         var trailer: UInt64 = 0
-        let r = strata_read_checked_value(block, entry.assumingMemoryBound(to: UInt8.self), UInt64(location.valuesEnd),
+        let r = strata_read_checked_value(block, entry.assumingMemoryBound(to: UInt8.self), UInt32(location.entryBytes),
+                                          location.isLast ? 1 : 0, UInt64(location.valuesEnd),
                                           userKey.baseAddress!.assumingMemoryBound(to: UInt8.self), userKey.count,
                                           buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), buffer.count, &trailer)
         return try outcome(r, trailer: trailer, location: location, lookupKey: lookupKey)
@@ -176,7 +191,7 @@ extension SegmentReader {
                 throw StorageError.corruption(file: path, offset: at, reason: "id block entry checksum mismatch")
             }
         }
-        stats.bytesRead.add(UInt64(IdBlockLayout.checkedEntryBytes) + UInt64(r), ordering: .relaxed)
+        stats.bytesRead.add(UInt64(location.entryBytes) + UInt64(r), ordering: .relaxed)
         // Only a version newer than the read: an older one may follow in the next block.
         guard trailer <= InternalKey.trailer(lookupKey) else { return .undecided }
         return trailer & 0xFF == UInt64(EntryKind.deletion.rawValue) ? .deleted : .found(count: Int(r))

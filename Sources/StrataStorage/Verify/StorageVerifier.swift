@@ -282,7 +282,8 @@ struct StorageVerifier {
             }
             return
         }
-        guard span == IdBlockSpan(firstId: layout.firstId, count: UInt32(layout.count), isSparse: layout.isSparse) else {
+        guard span == IdBlockSpan(firstId: layout.firstId, count: UInt32(layout.count), isSparse: layout.isSparse,
+                                  sequenceZero: layout.shape == .checkedSequenceZero) else {
             throw StorageError.corruption(file: reader.path, offset: offset, reason: "index span differs from its id block")
         }
         if let i = layout.firstDamagedEntry() {
