@@ -172,7 +172,10 @@ final class SegmentReader: @unchecked Sendable {
         // A read that skips the cache (compaction) will not come back to this block soon.
         let b = try Self.readBlock(file: file, path: path, handle: handle, idFormat: idFormat, once: !fillCache)
         stats.bytesRead.add(handle.size + UInt64(FormatConstants.blockTrailerBytes), ordering: .relaxed)
-        if fillCache { cache.insert(key, b) }
+        // A format 5 id block is not cached either way: point reads copy its entries out of the
+        // file, and a scan, which reads it whole, reads each block once (SPEC.md §6.1.1). The
+        // OS page cache keeps its bytes; the block cache keeps the blocks read many times.
+        if fillCache && !(b.idLayout?.isChecked ?? false) { cache.insert(key, b) }
         return b
     }
 
