@@ -7,6 +7,9 @@
 /// CRC-32C (Castagnoli), as used by every checksum Strata writes (see SPEC.md §Checksums).
 /// `crc` is the running value: pass 0 for a fresh checksum, or a previous result to extend it.
 uint32_t strata_crc32c_extend(uint32_t crc, const void *data, size_t length);
+// The CRC-32C of three short pieces in a row (strata_crc32c_extend over each in turn, from 0).
+uint32_t strata_crc32c_pieces(const void *a, size_t a_length, const void *b, size_t b_length,
+                              const void *c, size_t c_length);
 
 // Acquire/release access to pointer-sized words in raw memory. The memtable's skip list lives in an
 // arena; one writer links nodes in with a release store, readers follow links with acquire loads,

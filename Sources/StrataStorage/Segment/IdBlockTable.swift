@@ -142,49 +142,9 @@ final class IdBlockTable: @unchecked Sendable {
         return .block(block)
     }
 
-    /// The first position whose last id is >= `id` (`e.count` when none is): from the position
-    /// the id would have if the run's last ids were evenly spread (object ids are dense and
-    /// blocks hold similar numbers of them), galloping away from it, then a binary search.
+    /// The first position whose last id is >= `id` (`e.count` when none is).
     @inline(__always)
     private static func firstLastIdNotBelow(_ id: UInt64, in e: UnsafeBufferPointer<Entry>) -> Int {
-        let n = e.count
-        guard n > 0, e[0].lastId < id else { return 0 }
-        guard e[n - 1].lastId >= id else { return n }
-        // e[0] < id <= e[n - 1]: the span is positive, and the guess at most n - 1.
-        let span = e[n - 1].lastId - e[0].lastId
-        let guess = Int(span.dividingFullWidth((id - e[0].lastId).multipliedFullWidth(by: UInt64(n - 1))).quotient)
-        var lo: Int, hi: Int
-        if e[guess].lastId >= id {
-            // Gallop left: e[lo] < id <= e[hi].
-            hi = guess
-            lo = 0
-            var step = 1
-            while step <= hi {
-                if e[hi - step].lastId < id {
-                    lo = hi - step
-                    break
-                }
-                hi -= step
-                step &<<= 1
-            }
-        } else {
-            // Gallop right: e[lo] < id <= e[hi].
-            lo = guess
-            hi = n - 1
-            var step = 1
-            while lo + step < hi {
-                if e[lo + step].lastId >= id {
-                    hi = lo + step
-                    break
-                }
-                lo += step
-                step &<<= 1
-            }
-        }
-        while hi - lo > 1 {
-            let mid = (lo &+ hi) >> 1
-            if e[mid].lastId < id { lo = mid } else { hi = mid }
-        }
-        return hi
+        InterpolationSearch.firstNotBelow(id, count: e.count) { e[$0].lastId }
     }
 }

@@ -164,60 +164,16 @@ struct IndexSummary {
         }
     }
 
-    /// The first position whose word is >= `t` (`e.count` when none is), searched from an
-    /// interpolated guess.
+    /// The first position whose word is >= `t` (`e.count` when none is).
+    @inline(__always)
     private static func firstNotBelow(_ t: UInt64, in e: UnsafeBufferPointer<Entry>) -> Int {
-        let n = e.count
-        guard n > 0, e[0].word < t else { return 0 }
-        guard e[n - 1].word >= t else { return n }
-        // e[0] < t <= e[n - 1]: the span is positive, and the guess at most n - 1.
-        let span = e[n - 1].word - e[0].word
-        let guess = Int(span.dividingFullWidth((t - e[0].word).multipliedFullWidth(by: UInt64(n - 1))).quotient)
-        // Bracket the answer: e[lo] < t <= e[hi], galloping away from the guess.
-        guard e[guess].word >= t else { return firstFailing(after: guess, before: n - 1, in: e) { $0 < t } }
-        var lo = 0, hi = guess
-        var step = 1
-        while step <= hi {
-            if e[hi - step].word < t {
-                lo = hi - step
-                break
-            }
-            hi -= step
-            step &<<= 1
-        }
-        while hi - lo > 1 {
-            let mid = (lo &+ hi) >> 1
-            if e[mid].word < t { lo = mid } else { hi = mid }
-        }
-        return hi
+        InterpolationSearch.firstNotBelow(t, count: e.count) { e[$0].word }
     }
 
     /// The first position at or after `from` whose word is > `t`, where `e[from]`, if any, is
     /// >= `t`: `from` itself unless words tie with the target.
     private static func firstAbove(_ t: UInt64, in e: UnsafeBufferPointer<Entry>, from: Int) -> Int {
         guard from < e.count, e[from].word == t else { return from }
-        return firstFailing(after: from, before: e.count, in: e) { $0 <= t }
-    }
-
-    /// The first position in `lo + 1 ... hi` whose word fails `holds`, where `e[lo]`'s holds and
-    /// `e[hi]`'s fails (or `hi` is `e.count`): galloping right from `lo`, then a binary search.
-    @inline(__always)
-    private static func firstFailing(after lo: Int, before hi: Int, in e: UnsafeBufferPointer<Entry>,
-                                     _ holds: (UInt64) -> Bool) -> Int {
-        var lo = lo, hi = hi
-        var step = 1
-        while lo + step < hi {
-            if !holds(e[lo + step].word) {
-                hi = lo + step
-                break
-            }
-            lo += step
-            step &<<= 1
-        }
-        while hi - lo > 1 {
-            let mid = (lo &+ hi) >> 1
-            if holds(e[mid].word) { lo = mid } else { hi = mid }
-        }
-        return hi
+        return InterpolationSearch.firstFailing(after: from, before: e.count, key: { e[$0].word }) { $0 <= t }
     }
 }
