@@ -180,6 +180,21 @@ import StrataTesting
         }
     }
 
+    /// Opens the store (which opens no segment: each opens on its first read), reads a key of
+    /// the segment twice (a segment that failed to open fails every read, not only the first),
+    /// and closes it.
+    static func openAndRead(_ fs: InMemoryFileSystem) throws {
+        let e = try Engine.open(directory: dir, options: options(fs))
+        defer { e.close() }
+        var errors: [StorageError] = []
+        for _ in 0..<2 {
+            do { _ = try e.get(key(0), in: e.defaultKeySpace) } catch let error as StorageError { errors.append(error) }
+        }
+        guard let first = errors.first else { return }
+        #expect(errors == [first, first])
+        throw first
+    }
+
     @Test func wrongMagicAndNewerVersionAreTypedErrors() throws {
         let fs = InMemoryFileSystem()
         let seg = try Self.storeWithOneSegment(fs)
@@ -187,7 +202,7 @@ import StrataTesting
         var badMagic = original
         badMagic[badMagic.count - 1] ^= 0x01
         fs.setContents(of: seg, to: badMagic)
-        #expect(throws: StorageError.badMagic(file: seg)) { try Engine.open(directory: Self.dir, options: Self.options(fs)) }
+        #expect(throws: StorageError.badMagic(file: seg)) { try Self.openAndRead(fs) }
 
         // A footer from a newer format, with a valid checksum.
         var newer = original
@@ -197,7 +212,7 @@ import StrataTesting
         withUnsafeBytes(of: crc.littleEndian) { for i in 0..<4 { newer[footer + 52 + i] = $0[i] } }
         fs.setContents(of: seg, to: newer)
         #expect(throws: StorageError.unsupportedFormatVersion(file: seg, found: 9, supported: FormatConstants.segmentFormatVersion)) {
-            try Engine.open(directory: Self.dir, options: Self.options(fs))
+            try Self.openAndRead(fs)
         }
     }
 
@@ -214,7 +229,7 @@ import StrataTesting
         withUnsafeBytes(of: crc.littleEndian) { for i in 0..<4 { bytes[footer + 52 + i] = $0[i] } }
         fs.setContents(of: seg, to: bytes)
         #expect(throws: StorageError.corruption(file: seg, offset: UInt64(footer), reason: "footer block handle out of range")) {
-            try Engine.open(directory: Self.dir, options: Self.options(fs))
+            try Self.openAndRead(fs)
         }
     }
 

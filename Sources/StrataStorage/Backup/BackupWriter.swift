@@ -177,12 +177,11 @@ struct BackupWriter {
             throw StorageError.destinationInUse(path: destination,
                                                 reason: "the backup in it was opened as a store and changed since it was written")
         }
-        let versions = try VersionSet.recover(fileSystem: fileSystem, directory: destination, stats: StatisticsCounters()) { _ in
-            throw StorageError.closed
-        }
+        let versions = try VersionSet.recover(fileSystem: fileSystem, directory: destination, stats: StatisticsCounters(),
+                                              opener: SegmentOpener(open: { _ in throw StorageError.closed }, remove: { _ in }))
         prior.manifest = found
         prior.highestNumber = max(prior.highestNumber, versions.nextFileNumber)
-        for meta in versions.recoveredSegments { prior.segments[meta.fileNumber] = meta }
+        for segment in versions.current.allSegments { prior.segments[segment.meta.fileNumber] = segment.meta }
         return prior
     }
 

@@ -69,7 +69,7 @@ struct Compactor {
     }
 
     mutating func run(meter: inout CompactionMeter) throws -> [SegmentMeta] {
-        let merged = MergingIterator(job.allInputs.map { $0.reader.makeIterator(fillCache: false) as any InternalIterator })
+        let merged = MergingIterator(try job.allInputs.map { try $0.reader().makeIterator(fillCache: false) as any InternalIterator })
         merged.seekToFirst()
         var outputs: [SegmentMeta] = []
         var writer: SegmentWriter?

@@ -100,13 +100,14 @@ extension Engine {
                         let lookup = Self.lookupKey(key, sequence: sequence, in: lookupBuffers, slot: slot, stride: stride)
                         let valueBuffer = Self.valueBuffer(slot, in: valueBuffers)
                         try view.version.candidates(for: key, in: keySpaceId) { segment in
+                            let reader = try segment.reader()
                             // A format 5 id block entry: its place found now and its line
                             // prefetched; copied out in the next stages, without its block.
-                            if segment.reader.idFormat == .checked {
-                                switch try segment.reader.findIdEntry(InternalKey.userKey(lookup), scratch: valueBuffer) {
+                            if reader.idFormat == .checked {
+                                switch try reader.findIdEntry(InternalKey.userKey(lookup), scratch: valueBuffer) {
                                 case let .entry(location):
-                                    segment.reader.prefetchIdEntry(location)
-                                    pending[slot] = PendingRead(reader: Unmanaged.passUnretained(segment.reader),
+                                    reader.prefetchIdEntry(location)
+                                    pending[slot] = PendingRead(reader: Unmanaged.passUnretained(reader),
                                                                 handle: BlockHandle(offset: 0, size: 0), hash: hash, lookup: lookup,
                                                                 entry: location)
                                     return true
@@ -114,9 +115,9 @@ extension Engine {
                                 case .undecided: break
                                 }
                             }
-                            guard let handle = try segment.reader.blockHandle(lookupKey: lookup, hash: hash) else { return false }
-                            segment.reader.prefetchCached(handle)
-                            pending[slot] = PendingRead(reader: Unmanaged.passUnretained(segment.reader), handle: handle, hash: hash,
+                            guard let handle = try reader.blockHandle(lookupKey: lookup, hash: hash) else { return false }
+                            reader.prefetchCached(handle)
+                            pending[slot] = PendingRead(reader: Unmanaged.passUnretained(reader), handle: handle, hash: hash,
                                                         lookup: lookup, entry: nil)
                             return true
                         }

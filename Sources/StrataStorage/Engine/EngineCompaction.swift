@@ -56,7 +56,8 @@ extension Engine {
                 for s in (v.keySpaces[id]?.levels ?? []).joined() {
                     // Sizes read from a segment's properties: summed without overflow, whatever a
                     // crafted file says (they only scale the progress report).
-                    let (bytes, over) = s.reader.properties.rawKeyBytes.addingReportingOverflow(s.reader.properties.rawValueBytes)
+                    let properties = try s.reader().properties
+                    let (bytes, over) = properties.rawKeyBytes.addingReportingOverflow(properties.rawValueBytes)
                     let (sum, over2) = meter.total.addingReportingOverflow(bytes)
                     meter.total = over || over2 ? .max : sum
                 }
@@ -257,7 +258,7 @@ extension Engine {
             guard let levels = view.version.keySpaces[ks.id]?.levels else { continue }
             diskBytes += levels.joined().reduce(0) { $0 + $1.meta.fileSize }
             // The latest data held in segments: a merge of the segments only.
-            var children: [any InternalIterator] = levels[0].map { $0.reader.makeIterator() }
+            var children: [any InternalIterator] = try levels[0].map { try $0.reader().makeIterator() }
             for level in levels.dropFirst() where !level.isEmpty { children.append(LevelIterator(level)) }
             let it = EngineIterator(merged: MergingIterator(children), sequence: StorageLimits.maxSequence,
                                     lowerBound: nil, upperBound: nil, pinned: view)

@@ -96,7 +96,7 @@ extension Engine {
         var outcome: SegmentLookup?
         var copied = -1
         try view.version.candidates(for: key, in: keySpaceId) { segment in
-            let reader = segment.reader
+            let reader = try segment.reader()
             if reader.idFormat == .checked {
                 switch try reader.readIdEntry(lookupKey: lookup, into: valueBuffer) {
                 case let .found(count):
@@ -176,22 +176,22 @@ extension Engine {
             // Only segments that can hold a key of the range: a prefix scan (an index entry, a
             // relation's edges) then seeks in one segment per level, not in every one.
             func mayHold(_ segment: LiveSegment) throws -> Bool {
-                try prefixFilter.map { try segment.reader.mayContain(prefixHash: $0.hash, suffixBytes: $0.suffixBytes) } ?? true
+                try prefixFilter.map { try segment.reader().mayContain(prefixHash: $0.hash, suffixBytes: $0.suffixBytes) } ?? true
             }
             for segment in levels[0] where try segment.overlaps(lowerBound: lowerBound, upperBound: upperBound) && mayHold(segment) {
-                children.append(segment.reader.makeIterator())
+                children.append(try segment.reader().makeIterator())
             }
             for level in levels.dropFirst() where !level.isEmpty {
                 let range = LiveSegment.overlapping(level, lowerBound: lowerBound, upperBound: upperBound)
                 switch range.count {
                 case 0: break
-                case 1: if try mayHold(level[range.lowerBound]) { children.append(level[range.lowerBound].reader.makeIterator()) }
+                case 1: if try mayHold(level[range.lowerBound]) { children.append(try level[range.lowerBound].reader().makeIterator()) }
                 default:
                     // A level's segments are sorted and disjoint: so is any subset of them.
                     let kept = try level[range].filter(mayHold)
                     switch kept.count {
                     case 0: break
-                    case 1: children.append(kept[0].reader.makeIterator())
+                    case 1: children.append(try kept[0].reader().makeIterator())
                     default: children.append(LevelIterator(kept))
                     }
                 }

@@ -89,11 +89,8 @@ enum Recovery {
     private static func recoverLocked(directory: String, options: EngineOptions, stats: StatisticsCounters,
                                       cache: BlockCache, lock: any FileLock) throws -> Result {
         let fs = options.fileSystem
-        let openReader: @Sendable (SegmentMeta) throws -> SegmentReader = { meta in
+        let opener = SegmentOpener(open: { meta in
             let path = joinPath(directory, segmentName(meta.fileNumber))
-            guard fs.fileExists(path) else {
-                throw StorageError.corruption(file: path, offset: 0, reason: "live segment file is missing")
-            }
             let reader = try SegmentReader.open(fileSystem: fs, path: path, fileNumber: meta.fileNumber, cache: cache, stats: stats)
             // Size, key space and key range together: a segment file swapped for another one
             // (a restored backup, a copy gone wrong) is refused instead of answering for it.
@@ -103,7 +100,9 @@ enum Recovery {
                 throw StorageError.corruption(file: path, offset: 0, reason: "segment does not match its manifest record")
             }
             return reader
-        }
+        }, remove: { meta in
+            try? fs.removeFile(joinPath(directory, segmentName(meta.fileNumber)))
+        })
         var names = try fs.listDirectory(directory)
         let isNew = !fs.fileExists(joinPath(directory, FormatConstants.currentFileName))
         let versions: VersionSet
@@ -127,14 +126,17 @@ enum Recovery {
                 }
                 names = try fs.listDirectory(directory)
             }
-            versions = VersionSet.create(fileSystem: fs, directory: directory, stats: stats, openReader: openReader)
+            versions = VersionSet.create(fileSystem: fs, directory: directory, stats: stats, opener: opener)
         } else {
-            versions = try VersionSet.recover(fileSystem: fs, directory: directory, stats: stats, openReader: openReader)
+            versions = try VersionSet.recover(fileSystem: fs, directory: directory, stats: stats, opener: opener)
         }
-        // The segments open on other threads while the logs replay, and are installed once both
-        // have ended; on any error on the way, the opens are waited for before it is thrown.
-        let opening = VersionSet.PendingOpen(versions.recoveredSegments, with: openReader)
-        defer { _ = try? opening.wait() }
+        // The segments open on first use (``LiveSegment``); that their files are there is
+        // known from the listing, with no call per segment.
+        let listed = Set(names)
+        for segment in versions.current.allSegments where !listed.contains(segmentName(segment.meta.fileNumber)) {
+            throw StorageError.corruption(file: joinPath(directory, segmentName(segment.meta.fileNumber)), offset: 0,
+                                          reason: "live segment file is missing")
+        }
 
         // The WAL the manifest's log number names is deleted only after a later edit raises the
         // log number. Missing, it means that later edits were lost (a damaged or truncated
@@ -204,7 +206,6 @@ enum Recovery {
             }
         }
         finishLoading(Array(loaders.values))
-        try versions.installRecoveredSegments(opening.wait())
         versions.noteLastSequence(lastSequence)
         if options.readOnly {
             // Nothing is written: no new manifest, no WAL, no clean-up.

@@ -19,34 +19,41 @@ final class LevelIterator: InternalIterator {
     private func open(_ i: Int) {
         if let e = current?.error { failure = failure ?? e }
         index = i
-        current = (i >= 0 && i < segments.count) ? segments[i].reader.makeIterator() : nil
+        current = nil
+        guard i >= 0 && i < segments.count else { return }
+        do {
+            current = try segments[i].reader().makeIterator()
+        } catch {
+            // A segment that does not open (damaged, swapped, gone) ends the iteration with its error.
+            failure = failure ?? error
+        }
     }
 
     private func skipForward() {
         while let c = current, !c.isValid, c.error == nil, index + 1 < segments.count {
             open(index + 1)
-            current!.seekToFirst()
+            current?.seekToFirst()
         }
     }
 
     private func skipBackward() {
         while let c = current, !c.isValid, c.error == nil, index > 0 {
             open(index - 1)
-            current!.seekToLast()
+            current?.seekToLast()
         }
     }
 
     func seekToFirst() {
         guard !segments.isEmpty else { return }
         open(0)
-        current!.seekToFirst()
+        current?.seekToFirst()
         skipForward()
     }
 
     func seekToLast() {
         guard !segments.isEmpty else { return }
         open(segments.count - 1)
-        current!.seekToLast()
+        current?.seekToLast()
         skipBackward()
     }
 
@@ -63,7 +70,7 @@ final class LevelIterator: InternalIterator {
             return
         }
         open(lo)
-        current!.seek(target)
+        current?.seek(target)
         skipForward()
     }
 

@@ -1,5 +1,3 @@
-import Dispatch
-import Synchronization
 
 /// The manifest: the append-only log of ``VersionEdit``s that says which segments are live, plus
 /// the counters (next file number, log number, last sequence) and the key spaces. Owns the
@@ -21,15 +19,14 @@ final class VersionSet: @unchecked Sendable {
     /// Set by ``recover`` to the manifest's size when it ends with a whole record at the file's
     /// end: an append after it is the next record a reader finds. Nil after a torn or zeroed tail.
     private var readManifestBytes: UInt64?
-    let openReader: @Sendable (SegmentMeta) throws -> SegmentReader
+    let opener: SegmentOpener
     private let stats: StatisticsCounters
 
-    private init(fileSystem: any FileSystem, directory: String, stats: StatisticsCounters,
-                 openReader: @escaping @Sendable (SegmentMeta) throws -> SegmentReader) {
+    private init(fileSystem: any FileSystem, directory: String, stats: StatisticsCounters, opener: SegmentOpener) {
         self.fileSystem = fileSystem
         self.directory = directory
         self.stats = stats
-        self.openReader = openReader
+        self.opener = opener
         current = Version(keySpaces: [:])
         keySpaces = []
         logNumber = 0
@@ -43,86 +40,17 @@ final class VersionSet: @unchecked Sendable {
 
     /// A store with no files yet.
     static func create(fileSystem: any FileSystem, directory: String, stats: StatisticsCounters,
-                       openReader: @escaping @Sendable (SegmentMeta) throws -> SegmentReader) -> VersionSet {
-        VersionSet(fileSystem: fileSystem, directory: directory, stats: stats, openReader: openReader)
-    }
-
-    /// Opens the segments on as many threads as the machine has: each open reads and checks
-    /// its index, filter and properties blocks (a fifth of an open's time, one by one). The
-    /// first failure is thrown, after every open has ended.
-    static func openAll(_ metas: [SegmentMeta], with open: @escaping @Sendable (SegmentMeta) throws -> SegmentReader) throws -> [UInt64: SegmentReader] {
-        let results = LockedValue([Result<SegmentReader, any Error>?](repeating: nil, count: metas.count))
-        DispatchQueue.concurrentPerform(iterations: metas.count) { i in
-            let r = Result { try open(metas[i]) }
-            results.withLock { $0[i] = r }
-        }
-        var readers: [UInt64: SegmentReader] = [:]
-        for (i, r) in results.withLock({ $0 }).enumerated() { readers[metas[i].fileNumber] = try r!.get() }
-        return readers
-    }
-
-    /// ``openAll(_:with:)`` started on a background thread: a reopening store replays its logs
-    /// meanwhile, which needs no segment, so the two keep both cores busy instead of taking
-    /// turns (each alone leaves a core idle part of the time: the replay while it decodes a
-    /// window, the opens at their end).
-    ///
-    /// Whichever comes first runs the opens: a worker thread, or ``wait()`` on the opening
-    /// thread when no worker has started them. An open never waits for a thread pool that is
-    /// busy (or blocked, by callers like this one) to get round to it.
-    final class PendingOpen: Sendable {
-        private let claimed = Atomic<Bool>(false)
-        private let done = DispatchSemaphore(value: 0)
-        private let result = LockedValue<Result<[UInt64: SegmentReader], any Error>?>(nil)
-        private let work: @Sendable () -> Result<[UInt64: SegmentReader], any Error>
-
-        init(_ metas: [SegmentMeta], with open: @escaping @Sendable (SegmentMeta) throws -> SegmentReader) {
-            work = { Result { try VersionSet.openAll(metas, with: open) } }
-            guard !metas.isEmpty else { return }
-            DispatchQueue.global().async { [self] in run() }
-        }
-
-        /// Runs the opens unless another thread already does (or did).
-        private func run() {
-            guard !claimed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-            let r = work()
-            result.withLock { $0 = r }
-            done.signal()
-        }
-
-        /// The opened readers, or the first open's error, once every open has ended.
-        func wait() throws -> [UInt64: SegmentReader] {
-            run()
-            done.wait()
-            done.signal()   // for a later call: the result stays
-            return try result.withLock { $0! }.get()
-        }
-    }
-
-    /// The live segments the manifest names, read by ``recover`` and not opened yet: the
-    /// caller opens them (``PendingOpen``) and hands the readers to
-    /// ``installRecoveredSegments(_:)``.
-    private(set) var recoveredSegments: [SegmentMeta] = []
-
-    /// Makes the recovered segments, opened, the current version.
-    func installRecoveredSegments(_ readers: [UInt64: SegmentReader]) throws {
-        var edit = VersionEdit()
-        edit.addedKeySpaces = keySpaces
-        edit.addedSegments = recoveredSegments
-        current = try Version(keySpaces: [:]).applying(edit) { meta in
-            guard let r = readers[meta.fileNumber] else {
-                throw StorageError.corruption(file: directory, offset: 0, reason: "segment \(meta.fileNumber) was not opened")
-            }
-            return r
-        }
-        recoveredSegments = []
+                       opener: SegmentOpener) -> VersionSet {
+        VersionSet(fileSystem: fileSystem, directory: directory, stats: stats, opener: opener)
     }
 
     /// Reads CURRENT and the manifest it names (SPEC.md §Recovery). A torn last record (a crash
     /// while appending an edit that never took effect) is dropped; any other damage throws.
-    /// The segments it names are left in ``recoveredSegments``, to be opened by the caller.
+    /// The segments it names join the current version unopened: each opens on its first read
+    /// (``LiveSegment``).
     static func recover(fileSystem: any FileSystem, directory: String, stats: StatisticsCounters,
-                        openReader: @escaping @Sendable (SegmentMeta) throws -> SegmentReader) throws -> VersionSet {
-        let set = VersionSet(fileSystem: fileSystem, directory: directory, stats: stats, openReader: openReader)
+                        opener: SegmentOpener) throws -> VersionSet {
+        let set = VersionSet(fileSystem: fileSystem, directory: directory, stats: stats, opener: opener)
         let currentPath = joinPath(directory, FormatConstants.currentFileName)
         let number = try parseCurrent(try fileSystem.readWholeFile(currentPath), path: currentPath)
         let name = manifestName(number)
@@ -142,9 +70,8 @@ final class VersionSet: @unchecked Sendable {
         for m in metas.values { set.nextFileNumber = max(set.nextFileNumber, m.fileNumber + 1) }
         var edit = VersionEdit()
         edit.addedKeySpaces = set.keySpaces
-        // The key spaces only: the segments join at `installRecoveredSegments`, once opened.
-        set.current = try Version(keySpaces: [:]).applying(edit) { _ in throw StorageError.closed }
-        set.recoveredSegments = Array(metas.values)
+        edit.addedSegments = Array(metas.values)
+        set.current = try Version(keySpaces: [:]).applying(edit) { LiveSegment(meta: $0, opener: opener) }
         set.manifestNumber = number
         set.nextFileNumber = max(set.nextFileNumber, number + 1)
         if !outcome.droppedTornTail, UInt64(outcome.validEnd) == file.size { set.readManifestBytes = file.size }
@@ -301,6 +228,12 @@ final class VersionSet: @unchecked Sendable {
         return true
     }
 
+    /// A segment a flush or a compaction has just written, opened now: an edit whose file does
+    /// not open changes nothing.
+    private func openedSegment(_ meta: SegmentMeta) throws -> LiveSegment {
+        LiveSegment(meta: meta, reader: try opener.open(meta), opener: opener)
+    }
+
     /// Appends `edit` (with the counters) to the manifest, syncs it, then makes the result the
     /// current version. Nothing changes if the write fails.
     func logAndApply(_ edit: VersionEdit) throws {
@@ -309,7 +242,7 @@ final class VersionSet: @unchecked Sendable {
         var e = edit
         e.nextFileNumber = nextFileNumber
         if let s = e.lastSequence { e.lastSequence = max(s, lastSequence) }
-        let next = try current.applying(e, open: openReader)
+        let next = try current.applying(e, segment: openedSegment)
         let payload = e.encode()
         let before = manifest.size
         do {
@@ -342,7 +275,7 @@ final class VersionSet: @unchecked Sendable {
 
     /// Applies an edit to the in-memory state only; the next snapshot manifest records it.
     func applyWithoutLogging(_ edit: VersionEdit) throws {
-        current = try current.applying(edit, open: openReader)
+        current = try current.applying(edit, segment: openedSegment)
         for ks in edit.addedKeySpaces where !keySpaces.contains(ks) { keySpaces.append(ks) }
         if let v = edit.logNumber { logNumber = v }
     }

@@ -1,0 +1,108 @@
+import Synchronization
+
+/// How a ``LiveSegment`` opens its file, and removes it when it was never opened.
+struct SegmentOpener: Sendable {
+    let open: @Sendable (SegmentMeta) throws -> SegmentReader
+    let remove: @Sendable (SegmentMeta) -> Void
+}
+
+/// A live segment: its manifest record and its reader. Shared by every ``Version`` that lists
+/// it; readers and iterators keep it (and so its file handle) alive while they use it.
+///
+/// A segment that recovery found in the manifest is opened by the first read that needs it
+/// (LevelDB's table cache, without the eviction): an open then reads nothing per segment, so
+/// its cost does not grow with the store, and a segment no read touches is never mapped. The
+/// open checks the file against the manifest record (size, key space, key range, entry count);
+/// a file that fails it is corruption on that read, and on every later one. Segments a flush
+/// or a compaction writes are opened when they are installed.
+///
+/// When compaction replaces a segment it is marked obsolete; its file is deleted when the last
+/// version, iterator or snapshot view that lists it goes away (reference counting by ARC).
+final class LiveSegment: Sendable {
+    let meta: SegmentMeta
+    private let opened = AtomicLazyReference<SegmentReader>()
+    private let opener: SegmentOpener
+    private let obsolete = Atomic<Bool>(false)
+
+    /// A segment opened on first use.
+    init(meta: SegmentMeta, opener: SegmentOpener) {
+        self.meta = meta
+        self.opener = opener
+    }
+
+    /// A segment whose reader is already open.
+    init(meta: SegmentMeta, reader: SegmentReader, opener: SegmentOpener) {
+        self.meta = meta
+        self.opener = opener
+        _ = opened.storeIfNil(reader)
+    }
+
+    /// The segment's reader, opened by the first call. Two threads that open it at once both
+    /// open the file; one reader is kept and the other closes its file as it goes.
+    @inline(__always) func reader() throws(StorageError) -> SegmentReader {
+        if let r = opened.load() { return r }
+        return try openReader()
+    }
+
+    @inline(never) private func openReader() throws(StorageError) -> SegmentReader {
+        do {
+            return opened.storeIfNil(try opener.open(meta))
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw .corruption(file: "segment \(meta.fileNumber)", offset: 0, reason: "does not open: \(error)")
+        }
+    }
+
+    func markObsolete() { obsolete.store(true, ordering: .releasing) }
+
+    deinit {
+        guard obsolete.load(ordering: .acquiring) else { return }
+        if let r = opened.load() { r.deleteFile() } else { opener.remove(meta) }
+    }
+
+    /// Whether the segment's key range meets the user keys `lowerBound..<upperBound` (nil: open).
+    func overlaps(lowerBound: [UInt8]?, upperBound: [UInt8]?) -> Bool {
+        !endsBefore(lowerBound) && !startsAtOrAfter(upperBound)
+    }
+
+    private func endsBefore(_ lowerBound: [UInt8]?) -> Bool {
+        guard let lowerBound else { return false }
+        return lowerBound.withUnsafeBytes { endsBefore($0) }
+    }
+
+    /// Whether every key of the segment is below the user key `userKey`.
+    func endsBefore(_ userKey: UnsafeRawBufferPointer) -> Bool {
+        meta.largest.withUnsafeBytes { InternalKey.compareUserKeys(InternalKey.userKey($0), userKey) < 0 }
+    }
+
+    private func startsAtOrAfter(_ upperBound: [UInt8]?) -> Bool {
+        guard let upperBound else { return false }
+        return meta.smallest.withUnsafeBytes { smallest in
+            upperBound.withUnsafeBytes { InternalKey.compareUserKeys(InternalKey.userKey(smallest), $0) >= 0 }
+        }
+    }
+
+    /// The positions in `level` (sorted by key, not overlapping: a level ≥ 1) of the segments
+    /// that meet the user keys `lowerBound..<upperBound`, found by binary search.
+    static func overlapping(_ level: [LiveSegment], lowerBound: [UInt8]?, upperBound: [UInt8]?) -> Range<Int> {
+        var lo = 0, hi = level.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if level[mid].endsBefore(lowerBound) { lo = mid + 1 } else { hi = mid }
+        }
+        let first = lo
+        hi = level.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if level[mid].startsAtOrAfter(upperBound) { hi = mid } else { lo = mid + 1 }
+        }
+        return first..<lo
+    }
+
+    /// Whether `userKey` lies within the segment's key range.
+    func covers(_ userKey: UnsafeRawBufferPointer) -> Bool {
+        meta.smallest.withUnsafeBytes { InternalKey.compareUserKeys(userKey, InternalKey.userKey($0)) >= 0 }
+            && meta.largest.withUnsafeBytes { InternalKey.compareUserKeys(userKey, InternalKey.userKey($0)) <= 0 }
+    }
+}
