@@ -14,7 +14,12 @@ import StrataTesting
     static let batches = 90
 
     static func options(_ fs: any FileSystem) -> EngineOptions {
-        .testing(fs, memtableBytes: 2 << 10, blockBytes: 256, targetSegmentBytes: 64 << 10)
+        var o = EngineOptions.testing(fs, memtableBytes: 2 << 10, blockBytes: 256, targetSegmentBytes: 64 << 10)
+        // The manifest rolled (a snapshot manifest written, the old one removed) whenever it
+        // outgrows the live state (after almost every edit), so that faults meet the roll too.
+        o.manifestRollMinimumBytes = 0
+        o.manifestRollLiveMultiple = 1
+        return o
     }
 
     struct Run {

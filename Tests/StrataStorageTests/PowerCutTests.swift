@@ -15,7 +15,10 @@ import StrataTesting
         /// Every n-th batch is durable (`.sync`).
         var durableEvery: Int
         var memtableBytes: Int
-        var description: String { "durable every \(durableEvery), memtable \(memtableBytes)" }
+        /// The small-memtable variants roll their manifest after almost every edit (SPEC.md §8),
+        /// so that cuts meet the roll's writes, rename and removal too.
+        var rollsManifest: Bool { memtableBytes < 4 << 10 }
+        var description: String { "durable every \(durableEvery), memtable \(memtableBytes)\(rollsManifest ? ", manifest rolls" : "")" }
     }
 
     static let variants: [Variant] = [1, 2, 3, 4, 5, 7, 9].flatMap { d in
@@ -28,7 +31,12 @@ import StrataTesting
     }
 
     static func options(_ fs: any FileSystem, _ v: Variant) -> EngineOptions {
-        .testing(fs, memtableBytes: v.memtableBytes, blockBytes: 256, targetSegmentBytes: 64 << 10)
+        var o = EngineOptions.testing(fs, memtableBytes: v.memtableBytes, blockBytes: 256, targetSegmentBytes: 64 << 10)
+        if v.rollsManifest {
+            o.manifestRollMinimumBytes = 0
+            o.manifestRollLiveMultiple = 1
+        }
+        return o
     }
 
     /// Batch i writes "b-i" in both key spaces and the shared "counter" key; every n-th is

@@ -98,6 +98,14 @@ public struct EngineOptions: Sendable {
     /// set it (to 1).
     var segmentFormatVersion = FormatConstants.segmentFormatVersion
 
+    /// When the manifest is rewritten as a snapshot of the live state (``ManifestRollRule``,
+    /// SPEC.md §8). Only tests change them, to make a short workload roll its manifest often.
+    /// Plain integers, not the rule itself: an internal type stored in this public struct made
+    /// the compiler copy `StoreOptions` wrongly in a module that imports this one without
+    /// `@testable` (a crash in `IndexTests`, Swift 6.3.1).
+    var manifestRollMinimumBytes = ManifestRollRule().minimumBytes
+    var manifestRollLiveMultiple = ManifestRollRule().liveMultiple
+
     var segmentLayout: SegmentLayout {
         SegmentLayout(blockBytes: max(256, blockBytes), restartInterval: 8,
                       bloomBitsPerKey: max(1, bloomBitsPerKey), compress: compression, formatVersion: segmentFormatVersion)

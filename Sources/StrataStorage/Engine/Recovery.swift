@@ -130,6 +130,7 @@ enum Recovery {
         } else {
             versions = try VersionSet.recover(fileSystem: fs, directory: directory, stats: stats, opener: opener)
         }
+        versions.roll = ManifestRollRule(minimumBytes: options.manifestRollMinimumBytes, liveMultiple: options.manifestRollLiveMultiple)
         // The segments open on first use (``LiveSegment``); that their files are there is
         // known from the listing, with no call per segment.
         let listed = Set(names)

@@ -213,14 +213,15 @@ final class VersionSet: @unchecked Sendable {
     /// starting a new one: an open then writes no manifest, `CURRENT` or directory entry,
     /// three syncs fewer (SPEC.md §8). Only a manifest read whole (a record appended after a
     /// torn or zeroed tail would be unreachable), of this build's format, below
-    /// ``reuseLimitBytes``; false otherwise, and the caller writes a snapshot manifest.
+    /// ``reuseLimitBytes`` and not outgrown (``hasOutgrownLiveState(_:)``); false otherwise,
+    /// and the caller writes a snapshot manifest.
     func reopenManifestForAppend() throws -> Bool {
         guard manifest == nil, let readManifestBytes, formatVersion == FormatConstants.storeFormatVersion else { return false }
         let path = joinPath(directory, Self.manifestName(manifestNumber))
         let file = try fileSystem.openWritable(path, truncate: false)
         // Compared with what recovery read, so that a change in between cannot put a record
         // after bytes no reader accepts.
-        guard file.size < Self.reuseLimitBytes, file.size == readManifestBytes else {
+        guard file.size < Self.reuseLimitBytes, file.size == readManifestBytes, !hasOutgrownLiveState(file.size) else {
             try? file.close()
             return false
         }
@@ -271,6 +272,38 @@ final class VersionSet: @unchecked Sendable {
         if let v = e.logNumber { logNumber = v }
         if let v = e.lastSequence { lastSequence = v }
         for ks in e.addedKeySpaces where !keySpaces.contains(ks) { keySpaces.append(ks) }
+        if hasOutgrownLiveState(manifest.size) { rollManifest() }
+    }
+
+    /// When this manifest is rewritten as a snapshot (``ManifestRollRule``).
+    var roll = ManifestRollRule()
+
+    /// Whether a manifest of `size` bytes holds much more history than live state, which is
+    /// about what a snapshot of the current version takes (its segment records and key spaces).
+    func hasOutgrownLiveState(_ size: UInt64) -> Bool {
+        guard size > roll.minimumBytes else { return false }
+        var live: UInt64 = 64 + 32 * UInt64(keySpaces.count)
+        for segment in current.allSegments { live += 48 + UInt64(segment.meta.smallest.count + segment.meta.largest.count) }
+        return size / max(1, roll.liveMultiple) > live
+    }
+
+    /// Starts a snapshot manifest in place of an outgrown one and removes the old one. The edit
+    /// that outgrew it is already durable in the old manifest, so a failure before `CURRENT`
+    /// names the new one leaves everything as it was (the next edit tries again); a failure
+    /// after it (the directory sync) leaves `CURRENT`'s fate unknown, and a later edit logged
+    /// only in the new manifest could be lost with it: writes stop, as after a failed manifest
+    /// sync, and the next open follows whichever `CURRENT` is on disk.
+    private func rollManifest() {
+        let old = manifestNumber
+        do {
+            try writeSnapshotManifest()
+        } catch {
+            if manifestNumber != old {
+                unknownState = .writesStopped(reason: "a new manifest could not be made durable: \(error)")
+            }
+            return
+        }
+        try? fileSystem.removeFile(joinPath(directory, Self.manifestName(old)))
     }
 
     /// Applies an edit to the in-memory state only; the next snapshot manifest records it.
