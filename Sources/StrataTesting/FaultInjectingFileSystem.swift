@@ -172,6 +172,9 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
     }
 
     public func lockFile(_ path: String, shared: Bool) throws -> any FileLock { try wrapped.lockFile(path, shared: shared) }
+    public func restrictPermissions(ofStoreDirectory path: String, files names: [String]) {
+        wrapped.restrictPermissions(ofStoreDirectory: path, files: names)
+    }
 
     /// An append that a fault fails, after writing the fault's torn prefix.
     fileprivate func append(_ bytes: UnsafeRawBufferPointer, to file: any WritableFile) throws {

@@ -84,6 +84,32 @@ import StrataTesting
         #expect(try Self.contents(ofStoreAt: copied.path) == Self.contents(e))
     }
 
+    /// A restore copies by default (issue 54): the restored store shares no disk block, mode or
+    /// owner with its backup; links only when asked.
+    @Test func aRestoreCopiesUnlessAskedToLink() throws {
+        let dir = TemporaryDirectory(), backup = TemporaryDirectory(), copied = TemporaryDirectory(), linked = TemporaryDirectory()
+        do {
+            let e = try Engine.open(directory: dir.path, options: .testing(memtableBytes: 64 << 10))
+            defer { e.close() }
+            try Self.fill(e, rounds: 6)
+            _ = try e.backup(toDirectoryPath: backup.path)
+        }
+        let report = try Engine.restoreBackup(at: backup.path, toDirectoryPath: copied.path)
+        #expect(report.segments > 0 && report.filesLinked == 0 && report.filesCopied >= report.segments)
+        var linking = BackupOptions.restoring
+        linking.linksFiles = true
+        let linkedReport = try Engine.restoreBackup(at: backup.path, toDirectoryPath: linked.path, options: linking)
+        #expect(linkedReport.filesLinked == linkedReport.segments)
+        for name in try FileManager.default.contentsOfDirectory(atPath: backup.path) where name.hasSuffix(".seg") {
+            func inode(_ d: String) throws -> UInt64 {
+                (try FileManager.default.attributesOfItem(atPath: d + "/" + name)[.systemFileNumber] as? NSNumber)?.uint64Value ?? 0
+            }
+            #expect(try inode(backup.path) != inode(copied.path))
+            #expect(try inode(backup.path) == inode(linked.path))
+        }
+        #expect(try Self.contents(ofStoreAt: copied.path) == Self.contents(ofStoreAt: backup.path))
+    }
+
     /// Writers commit batches that each move a counter and add one key per step in two key
     /// spaces: a backup taken meanwhile must hold exactly the keys up to its counter.
     @Test func backupUnderConcurrentWritesIsOneCommittedState() throws {

@@ -43,6 +43,34 @@ import Testing
         e.close()
     }
 
+    /// The progress callback of `compact(progress:)` runs inside the compaction queue: a call
+    /// back into the engine from it used to deadlock (another compaction) or trap (issue 54).
+    @Test(.timeLimit(.minutes(1)))
+    func engineCallsFromTheCompactionProgressCallbackAreRefusedNotDeadlocked() throws {
+        let dir = TemporaryDirectory()
+        let e = try Engine.open(directory: dir.path, options: .testing(memtableBytes: 64 << 10))
+        defer { e.close() }
+        for i in 0..<4_000 { try e.put("k\(i)", String(repeating: "v", count: 600), in: e.defaultKeySpace) }
+        let outcomes = Mutex<Set<String>>([])
+        _ = try e.compact { _ in
+            for (name, call) in [("flush", { try e.flush() }), ("put", { try e.put("x", "y", in: e.defaultKeySpace) }),
+                                 ("get", { _ = try e.getString("k1", in: e.defaultKeySpace) }),
+                                 ("compact", { _ = try e.compact() })] as [(String, () throws -> Void)] {
+                do {
+                    try call()
+                    outcomes.withLock { _ = $0.insert("\(name) ran") }
+                } catch StorageError.calledFromCallback(let callback) {
+                    outcomes.withLock { _ = $0.insert("\(name) refused in \(callback)") }
+                } catch {
+                    outcomes.withLock { _ = $0.insert("\(name) failed: \(error)") }
+                }
+            }
+        }
+        #expect(outcomes.withLock { $0 } == Set(["flush", "put", "get", "compact"].map { "\($0) refused in the compaction progress callback" }))
+        try e.put("c", "d", in: e.defaultKeySpace)
+        #expect(try e.getString("k1", in: e.defaultKeySpace) == String(repeating: "v", count: 600))
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func closeFromTheEventListenerClosesOnceTheCallbackReturns() throws {
         let ref = Ref()

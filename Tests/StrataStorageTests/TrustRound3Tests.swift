@@ -41,6 +41,30 @@ import Glibc
         for name in try FileManager.default.contentsOfDirectory(atPath: shared) { #expect(Self.mode(shared + "/" + name) == 0o640, "\(name)") }
     }
 
+    /// A store whose files an earlier build made readable by anyone (0644, 0755) is tightened
+    /// by its next writable open, to the modes the file system gives new files (issue 54); a
+    /// read-only open changes nothing.
+    @Test func aWritableOpenTightensTheModesOfAnOlderStore() throws {
+        let dir = TemporaryDirectory()
+        let e = try Engine.open(directory: dir.path, options: .testing())
+        try e.put("k", "v", in: e.defaultKeySpace)
+        try e.flush()
+        e.close()
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+        #expect(chmod(dir.path, 0o755) == 0)
+        for name in names { #expect(chmod(dir.path + "/" + name, 0o644) == 0) }
+        var readOnly = EngineOptions.testing()
+        readOnly.readOnly = true
+        try Engine.open(directory: dir.path, options: readOnly).close()
+        #expect(Self.mode(dir.path) == 0o755)
+        for name in names { #expect(Self.mode(dir.path + "/" + name) == 0o644, "\(name)") }
+        try Engine.open(directory: dir.path, options: .testing()).close()
+        #expect(Self.mode(dir.path) == 0o700)
+        for name in try FileManager.default.contentsOfDirectory(atPath: dir.path) {
+            #expect(Self.mode(dir.path + "/" + name) == 0o600, "\(name)")
+        }
+    }
+
     /// A FIFO named like a log used to hang the open forever (a FIFO's open waits for a writer).
     @Test func aFifoUnderALogNameFailsTheOpenInsteadOfHangingIt() throws {
         let dir = TemporaryDirectory()
@@ -60,6 +84,43 @@ import Glibc
         while outcome.withLock({ $0 }) == nil && Date() < deadline { usleep(10_000) }
         let result = try #require(outcome.withLock { $0 }, "the open still hangs after 20 s")
         #expect(throws: StorageError.self) { try result.get() }
+    }
+
+    /// A FIFO at any other name the store opens or creates (issue 54): `STATS` read at open,
+    /// `STATS.tmp` written at close, `CURRENT.tmp` written with a new manifest, `LOCK` taken by
+    /// a writable and by a read-only open. Each used to block `open(2)` forever (a FIFO's open
+    /// waits for its other end); now each is an error or, for the advisory `STATS`, passed over.
+    @Test(arguments: ["STATS", "STATS.tmp", "CURRENT.tmp", "LOCK"])
+    func aFifoUnderAnyNameTheStoreOpensNeverHangsIt(name: String) throws {
+        let dir = TemporaryDirectory()
+        if name == "CURRENT.tmp" {
+            // Written when a store is created: the FIFO waits in the empty directory.
+            try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
+        } else {
+            let e = try Engine.open(directory: dir.path, options: .testing())
+            try e.put("k", "v", in: e.defaultKeySpace)
+            e.close()
+            try? FileManager.default.removeItem(atPath: dir.path + "/" + name)
+        }
+        #expect(mkfifo(dir.path + "/" + name, 0o600) == 0)
+        let finished = LockedValue(false)
+        let path = dir.path
+        Thread.detachNewThread {
+            // A writable open (which creates the store, so CURRENT.tmp, or reads STATS), a
+            // write, a close (STATS.tmp); then a read-only open (a shared LOCK). Errors are
+            // expected.
+            if let e = try? Engine.open(directory: path, options: .testing()) {
+                try? e.put("k2", "v2", in: e.defaultKeySpace)
+                e.close()
+            }
+            var readOnly = EngineOptions.testing()
+            readOnly.readOnly = true
+            (try? Engine.open(directory: path, options: readOnly))?.close()
+            finished.withLock { $0 = true }
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while !finished.withLock({ $0 }) && Date() < deadline { usleep(10_000) }
+        #expect(finished.withLock { $0 }, "an open or a close still hangs on a FIFO named \(name) after 20 s")
     }
 
     /// A manifest append fails after writing part of its record, and so does the truncation

@@ -56,6 +56,24 @@ final class ProfileWrongShape {
     var tags: [Int] = []
 }
 
+/// A value whose nesting the app chooses: each level is a keyed value holding an array.
+struct Tree: Codable, Equatable {
+    var children: [Tree] = []
+
+    /// `levels` trees, each the only child of the one above: stored nested 2 × levels − 1 deep.
+    static func chain(_ levels: Int) -> Tree {
+        var t = Tree()
+        for _ in 1..<levels { t = Tree(children: [t]) }
+        return t
+    }
+}
+
+@Entity
+final class Forest {
+    var id: Id = 0
+    var tree = Tree()
+}
+
 /// `Codable` properties (SPEC.md §11.4): arrays, sets, dictionaries and structs, stored whole in
 /// a compact canonical form; equality, `contains` and `count` conditions; schema evolution of a
 /// struct; typed errors for stored values of the wrong shape or damaged bytes.
@@ -70,6 +88,29 @@ final class ProfileWrongShape {
         p.previous = i % 3 == 1 ? PostalAddress(street: "Old \(i)", zip: i) : nil
         p.history = (0..<(i % 3)).map { PostalAddress(street: "H\($0)", zip: $0) }
         return p
+    }
+
+    /// A value nested deeper than a reader accepts (64 levels) is refused at put, with a typed
+    /// error and nothing written: it used to be stored and then never read again.
+    @Test func aValueNestedPastTheReadersLimitIsRefusedAtPut() throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(directoryPath: dir.path, options: .testing())
+        defer { store.close() }
+        let box = store.box(for: Forest.self)
+        let deepest = Forest()
+        deepest.tree = Tree.chain(32)   // 63 deep: the most a reader takes
+        try box.put(deepest)
+        #expect(try box.get(deepest.id)?.tree == Tree.chain(32))
+        let tooDeep = Forest()
+        tooDeep.tree = Tree.chain(33)
+        #expect {
+            try box.put(tooDeep)
+        } throws: { error in
+            guard case let StrataError.invalidValue(entity, _, _, reason) = error else { return false }
+            return entity == "Forest" && reason.contains("nested more than 64 deep")
+        }
+        #expect(try box.count() == 1)
+        #expect(try box.all().map(\.tree) == [Tree.chain(32)])
     }
 
     @Test func valuesRoundTripIncludingNilAndEmpty() throws {
@@ -181,7 +222,7 @@ final class ProfileWrongShape {
             for i in b.indices { b[i] = UInt8(r.below(12)) }
             if let v = try? b.withUnsafeBytes({ try CompactValue.parse($0) }) {
                 // What parses is canonical: it writes back the same bytes, except doubles' NaNs.
-                _ = v.encoded()
+                _ = try? v.encoded()
                 _ = try? CompactValueDecoder.decode(PostalAddressV2.self, from: v)
             }
         }

@@ -23,6 +23,18 @@ final class SQLiteConnection {
     /// A column of a result row.
     enum Value: Equatable, CustomStringConvertible {
         case null, integer(Int64), real(Double), text(String)
+
+        /// Texts are equal when their bytes are: Swift's `==` on strings would call "é" and
+        /// "e\u{301}" equal, and hide an answer that differs from SQLite's in its bytes.
+        static func == (a: Value, b: Value) -> Bool {
+            switch (a, b) {
+            case (.null, .null): true
+            case let (.integer(x), .integer(y)): x == y
+            case let (.real(x), .real(y)): x == y
+            case let (.text(x), .text(y)): x.utf8.elementsEqual(y.utf8)
+            default: false
+            }
+        }
         var description: String {
             switch self {
             case .null: "NULL"

@@ -29,8 +29,13 @@ final class DiffRow {
 /// matches no `contains`, `containsKey` or count comparison.
 @Suite struct SQLiteDifferentialTests {
     static let scores: [Double] = [-2.5, -1, 0, 0.1, 0.5, 1, 1.5, 3.25, 100]
-    static let labels = ["", "a", "ab", "abc", "b", "ba", "Z", "zeta", "é", "éa", "a é", "b1", "B"]
-    static let parts = ["a", "ab", "b", "é", "Z", "z", "1", "ta"]
+    /// Beside ASCII: accents and their case pairs, the same letters decomposed (canonically
+    /// equal in Swift, other bytes on disk: "é" and "e\u{301}"), a sharp s, CJK, emoji (four
+    /// UTF-8 bytes), a titlecase digraph, a combining mark alone (issue 54).
+    static let labels = ["", "a", "ab", "abc", "b", "ba", "Z", "zeta", "é", "éa", "a é", "b1", "B",
+                         "É", "Éa", "ü", "Ü", "u\u{308}", "e\u{301}", "e\u{301}a", "ß", "SS", "日本", "日",
+                         "😀", "😀a", "ǅ", "\u{301}", "z\u{301}"]
+    static let parts = ["a", "ab", "b", "é", "Z", "z", "1", "ta", "É", "ü", "\u{301}", "日", "😀"]
     static let notes = ["x", "m", "alpha", "x2", ""]
     /// Quarters: exact in binary too, so SQLite's REAL compares them as Decimal does.
     static func price(_ r: inout SplitMix64) -> Decimal { Decimal(r.below(81) - 40) / 4 }

@@ -42,16 +42,21 @@ public indirect enum CompactValue: Equatable, Sendable {
     /// the stack) and when writing.
     static let maxDepth = 64
 
+    /// The most elements reserved ahead from a count read from stored bytes.
+    private static let reservedElements = 256
+
     // MARK: writing
 
-    /// The canonical bytes of this value.
-    func encoded() -> [UInt8] {
+    /// The canonical bytes of this value; throws `CodecFailure` for a value nested deeper than
+    /// ``maxDepth``, which a reader would refuse: such a value is never stored.
+    func encoded() throws -> [UInt8] {
         var out: [UInt8] = []
-        write(to: &out)
+        try write(to: &out, depth: 0)
         return out
     }
 
-    func write(to out: inout [UInt8]) {
+    private func write(to out: inout [UInt8], depth: Int) throws {
+        guard depth < Self.maxDepth else { throw CodecFailure("a Codable value nested more than \(Self.maxDepth) deep") }
         switch self {
         case .null: out.append(0)
         case let .bool(b): out.append(b ? 2 : 1)
@@ -71,14 +76,14 @@ public indirect enum CompactValue: Equatable, Sendable {
         case let .array(elements):
             out.append(7)
             Self.appendVarint(UInt64(elements.count), to: &out)
-            for e in elements { e.write(to: &out) }
+            for e in elements { try e.write(to: &out, depth: depth + 1) }
         case let .keyed(entries):
             out.append(8)
             Self.appendVarint(UInt64(entries.count), to: &out)
             for (key, value) in entries.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
                 Self.appendVarint(UInt64(key.utf8.count), to: &out)
                 out.append(contentsOf: key.utf8)
-                value.write(to: &out)
+                try value.write(to: &out, depth: depth + 1)
             }
         }
     }
@@ -122,13 +127,15 @@ public indirect enum CompactValue: Equatable, Sendable {
         case 7:
             let n = try count(&reader)
             var elements: [CompactValue] = []
-            elements.reserveCapacity(n)
+            // Not `n`: each nested level could claim every byte left (64 levels of a 1 MiB
+            // value reserved 1.5 GB); the array grows as its elements really parse.
+            elements.reserveCapacity(min(n, Self.reservedElements))
             for _ in 0..<n { elements.append(try parse(&reader, depth: depth + 1)) }
             return .array(elements)
         case 8:
             let n = try count(&reader)
             var entries: [(key: String, value: CompactValue)] = []
-            entries.reserveCapacity(n)
+            entries.reserveCapacity(min(n, Self.reservedElements))
             for _ in 0..<n {
                 let key = try string(&reader)
                 if let last = entries.last, !last.key.utf8.lexicographicallyPrecedes(key.utf8) {

@@ -14,7 +14,7 @@ enum CompactValueEncoder {
     static func encode<T: Encodable>(_ value: T) throws -> CompactValue {
         let node = EncodingNode()
         try node.encode(value, codingPath: [])
-        return node.finish()
+        return try node.finish()
     }
 
     /// `value` in the form a stored one has when it is read back (encoded, then parsed from
@@ -53,23 +53,23 @@ final class EncodingNode {
         }
     }
 
-    func finish() -> CompactValue {
+    func finish() throws -> CompactValue {
         switch kind {
         case .unset: return .keyed([])
         case let .value(v): return v
         case let .array(nodes):
-            var elements = nodes.map { $0.finish() }
+            var elements = try nodes.map { try $0.finish() }
             if sortsElements {
-                elements = elements.map { ($0.encoded(), $0) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }.map(\.1)
+                elements = try elements.map { (try $0.encoded(), $0) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }.map(\.1)
             } else if sortsPairs, elements.count % 2 == 0 {
                 var pairs: [([UInt8], CompactValue, CompactValue)] = []
-                for i in stride(from: 0, to: elements.count, by: 2) { pairs.append((elements[i].encoded(), elements[i], elements[i + 1])) }
+                for i in stride(from: 0, to: elements.count, by: 2) { pairs.append((try elements[i].encoded(), elements[i], elements[i + 1])) }
                 pairs.sort { $0.0.lexicographicallyPrecedes($1.0) }
                 elements = pairs.flatMap { [$0.1, $0.2] }
             }
             return .array(elements)
         case let .keyed(entries):
-            return .keyed(entries.map { ($0.key, $0.value.finish()) }.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) })
+            return .keyed(try entries.map { ($0.key, try $0.value.finish()) }.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) })
         }
     }
 

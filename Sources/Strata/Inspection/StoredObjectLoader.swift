@@ -302,7 +302,11 @@ struct StoredObjectLoader {
         case .codable:
             guard case let .codable(v) = value else { throw invalid("\(value) is not a Codable value") }
             w.appendTag(id: w.propertyIds[field], wire: .lengthDelimited)
-            v.encoded().withUnsafeBytes { w.appendLengthDelimited($0) }
+            do {
+                try v.encoded().withUnsafeBytes { w.appendLengthDelimited($0) }
+            } catch {
+                throw invalid("\(error)")
+            }
         case .toOne, .toMany:
             throw invalid("a relation is not a plain value")
         }

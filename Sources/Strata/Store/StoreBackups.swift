@@ -41,7 +41,7 @@ extension Store {
     /// ```
     @discardableResult
     public static func restoreBackup(at backupPath: String, toDirectoryPath path: String,
-                                     options: BackupOptions = BackupOptions()) throws(StrataError) -> BackupReport {
+                                     options: BackupOptions = .restoring) throws(StrataError) -> BackupReport {
         do { return try Engine.restoreBackup(at: backupPath, toDirectoryPath: path, options: options) } catch { throw StrataError(error) }
     }
 

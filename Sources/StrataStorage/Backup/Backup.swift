@@ -17,6 +17,20 @@ public struct BackupOptions: Sendable {
     public var progress: (@Sendable (BackupProgress) -> Bool)?
 
     public init() {}
+
+    /// The default of a restore: every file copied, so that the restored store shares no disk
+    /// block, mode or owner with the backup it came from. Set ``linksFiles`` to link instead.
+    ///
+    /// ```swift
+    /// var options = BackupOptions.restoring
+    /// options.linksFiles = true   // same file system, and the backup is kept read-only
+    /// try Engine.restoreBackup(at: "/backups/shop", toDirectoryPath: "/data/shop", options: options)
+    /// ```
+    public static var restoring: BackupOptions {
+        var o = BackupOptions()
+        o.linksFiles = false
+        return o
+    }
 }
 
 /// How far a backup has come. Bytes count what is linked or copied; files already in the

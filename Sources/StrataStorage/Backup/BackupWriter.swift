@@ -161,13 +161,13 @@ struct BackupWriter {
             }
             return prior
         }
-        guard let marker = BackupMarker.decode(try fileSystem.readWholeFile(joinPath(destination, BackupMarker.fileName))) else {
+        guard let marker = BackupMarker.decode(try fileSystem.readWholeFile(joinPath(destination, BackupMarker.fileName), limit: FormatConstants.smallFileMaxBytes)) else {
             throw StorageError.destinationInUse(path: destination, reason: "its \(BackupMarker.fileName) file is damaged")
         }
         // No CURRENT: a first backup into it was interrupted; its files are replaced.
         guard names.contains(FormatConstants.currentFileName) else { return prior }
         let currentPath = joinPath(destination, FormatConstants.currentFileName)
-        let number = try VersionSet.parseCurrent(try fileSystem.readWholeFile(currentPath), path: currentPath)
+        let number = try VersionSet.parseCurrent(try fileSystem.readWholeFile(currentPath, limit: FormatConstants.smallFileMaxBytes), path: currentPath)
         let manifestPath = joinPath(destination, VersionSet.manifestName(number))
         guard fileSystem.fileExists(manifestPath) else {
             throw StorageError.destinationInUse(path: destination, reason: "CURRENT names \(VersionSet.manifestName(number)), which is missing")

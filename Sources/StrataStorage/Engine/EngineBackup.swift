@@ -102,13 +102,15 @@ extension Engine {
     /// naming the file, and nothing is written), then writes a store of the backup's state and
     /// leaves the backup as it was. The restored store is a plain store (no `BACKUP` file): a
     /// later backup into `path` is refused. An interrupted restore can be run again into the
-    /// same directory.
+    /// same directory. Files are copied unless `options` asks for links
+    /// (``BackupOptions/restoring``): a linked file shares its disk blocks, mode and owner with
+    /// the backup.
     ///
     /// ```swift
     /// try Engine.restoreBackup(at: "/backups/shop", toDirectoryPath: "/data/shop")
     /// ```
     @discardableResult
-    public static func restoreBackup(at backupPath: String, toDirectoryPath path: String, options: BackupOptions = BackupOptions(),
+    public static func restoreBackup(at backupPath: String, toDirectoryPath path: String, options: BackupOptions = .restoring,
                                      fileSystem: any FileSystem = PosixFileSystem()) throws -> BackupReport {
         try checkRestoreDestination(path, fileSystem: fileSystem)
         let verification = try verify(directory: backupPath, fileSystem: fileSystem)

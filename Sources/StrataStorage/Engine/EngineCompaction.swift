@@ -227,12 +227,20 @@ struct CompactionMeter {
         done += UInt64(bytes)
         if done - reported >= Self.step {
             reported = done
-            report?(CompactionProgress(bytesDone: done, bytesTotal: max(total, done), seconds: monotonicSeconds() - start))
+            call(CompactionProgress(bytesDone: done, bytesTotal: max(total, done), seconds: monotonicSeconds() - start))
         }
     }
 
     mutating func finish() {
-        report?(CompactionProgress(bytesDone: max(total, done), bytesTotal: max(total, done), seconds: monotonicSeconds() - start))
+        call(CompactionProgress(bytesDone: max(total, done), bytesTotal: max(total, done), seconds: monotonicSeconds() - start))
+    }
+
+    /// Runs the app's callback marked as one (``CallbackScope``): it runs inside the compaction
+    /// queue, where a call back into the engine (another compaction, a flush that waits for
+    /// this one) would wait for itself; such a call is refused instead.
+    private func call(_ progress: CompactionProgress) {
+        guard let report else { return }
+        CallbackScope.run("the compaction progress callback") { report(progress) }
     }
 }
 

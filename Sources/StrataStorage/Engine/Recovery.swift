@@ -78,6 +78,9 @@ enum Recovery {
             throw StorageError.notAStore(path: directory)
         }
         let lock = try fs.lockFile(joinPath(directory, FormatConstants.lockFileName), shared: options.readOnly)
+        if !options.readOnly, let names = try? fs.listDirectory(directory) {
+            fs.restrictPermissions(ofStoreDirectory: directory, files: names.filter { parseFileName($0) != nil })
+        }
         do {
             return try recoverLocked(directory: directory, options: options, stats: stats, cache: cache, lock: lock)
         } catch {

@@ -44,7 +44,7 @@ enum StatsFile {
     static func read(directory: String, fileSystem: any FileSystem) throws -> EngineCounters {
         let p = path(in: directory)
         guard fileSystem.fileExists(p) else { return EngineCounters() }
-        return try decode(try fileSystem.readWholeFile(p), path: p)
+        return try decode(try fileSystem.readWholeFile(p, limit: FormatConstants.smallFileMaxBytes), path: p)
     }
 
     /// Replaces the file through a temporary and a rename, so a crash leaves the old or the new

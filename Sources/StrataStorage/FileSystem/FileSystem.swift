@@ -41,6 +41,11 @@ public protocol FileSystem: Sendable {
     /// Fails with ``StorageError/locked(path:)`` when a conflicting holder has it, in this
     /// process or another.
     func lockFile(_ path: String, shared: Bool) throws -> any FileLock
+    /// Takes from the store directory `path` and from the store files `names` in it any
+    /// permission the file system would not give them today (a store created by a build that
+    /// made 0644 files keeps them readable by anyone until this runs, at a writable open). A
+    /// file system without permissions does nothing.
+    func restrictPermissions(ofStoreDirectory path: String, files names: [String])
 }
 
 /// A file opened for appending.
@@ -78,14 +83,22 @@ extension FileSystem {
 
     public func openImmutable(_ path: String) throws -> any ReadableFile { try openReadable(path) }
 
+    public func restrictPermissions(ofStoreDirectory path: String, files names: [String]) {}
+
     public func linkFile(_ from: String, to: String) throws {
         throw StorageError.io(operation: "link", path: from, errno: 95 /* EOPNOTSUPP */)
     }
 
-    /// Reads a whole file into memory.
-    func readWholeFile(_ path: String) throws -> [UInt8] {
+    /// Reads a whole file into memory, when it is no larger than `limit`: what its format
+    /// allows. The size is checked before anything is allocated, so that a damaged or crafted
+    /// file (a sparse `STATS` of 200 GB) is an error, not an allocation that kills the process.
+    func readWholeFile(_ path: String, limit: Int) throws -> [UInt8] {
         let file = try openReadable(path)
         defer { file.close() }
+        guard file.size <= UInt64(limit) else {
+            throw StorageError.corruption(file: path, offset: 0,
+                                          reason: "\(file.size) bytes, more than the \(limit) its format allows")
+        }
         let size = Int(file.size)
         var bytes = [UInt8](repeating: 0, count: size)
         var done = 0

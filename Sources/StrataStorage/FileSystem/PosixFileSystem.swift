@@ -89,10 +89,20 @@ public struct PosixFileSystem: FileSystem {
     }
 
     public func openWritable(_ path: String, truncate: Bool) throws -> any WritableFile {
-        // O_NOFOLLOW: a symlink planted where the store writes (CURRENT.tmp, a segment) must
-        // not make it overwrite someone else's file.
-        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (truncate ? O_TRUNC : O_APPEND)
-        let fd = open(path, flags, mode_t(fileMode))
+        let (fd, size) = try Self.openRegularFile(path, O_WRONLY | O_CREAT | (truncate ? O_TRUNC : O_APPEND), mode: mode_t(fileMode))
+        return PosixWritableFile(fd: fd, path: path, size: size)
+    }
+
+    /// Opens `path` with `flags`, only if it is (or is created as) a regular file; returns the
+    /// descriptor and the file's size. Every file of a store is opened here.
+    /// - O_NONBLOCK: a FIFO or device planted under a store file's name (`STATS.tmp`, `LOCK`,
+    ///   `CURRENT.tmp`, a backup's or an archive's temporary) must fail the open, not hang it:
+    ///   a FIFO's open blocks until the other end comes. Cleared once the file is known to be
+    ///   regular (where it means nothing anyway).
+    /// - O_NOFOLLOW: a symlink planted where the store reads or writes must not make it read or
+    ///   overwrite someone else's file.
+    static func openRegularFile(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws -> (fd: Int32, size: UInt64) {
+        let fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, mode)
         guard fd >= 0 else { throw posixError("open", path) }
         var st = stat()
         guard fstat(fd, &st) == 0 else {
@@ -100,7 +110,17 @@ public struct PosixFileSystem: FileSystem {
             _ = systemClose(fd)
             throw e
         }
-        return PosixWritableFile(fd: fd, path: path, size: UInt64(st.st_size))
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            _ = systemClose(fd)
+            throw StorageError.io(operation: "open (not a regular file)", path: path, errno: EINVAL)
+        }
+        let status = fcntl(fd, F_GETFL)
+        guard status >= 0, fcntl(fd, F_SETFL, status & ~O_NONBLOCK) == 0 else {
+            let e = posixError("fcntl", path)
+            _ = systemClose(fd)
+            throw e
+        }
+        return (fd, UInt64(st.st_size))
     }
 
     /// On Linux, appends through a mapping of space reserved ahead (``PosixMappedLogFile``).
@@ -115,22 +135,8 @@ public struct PosixFileSystem: FileSystem {
     }
 
     public func openReadable(_ path: String) throws -> any ReadableFile {
-        // O_NONBLOCK: a FIFO or device planted under a store file's name must fail the open,
-        // not hang it (a FIFO's open blocks until a writer comes); O_NOFOLLOW: never read a
-        // file outside the store through a symlink. Only regular files are read.
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        guard fd >= 0 else { throw posixError("open", path) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else {
-            let e = posixError("fstat", path)
-            _ = systemClose(fd)
-            throw e
-        }
-        guard (st.st_mode & S_IFMT) == S_IFREG else {
-            _ = systemClose(fd)
-            throw StorageError.io(operation: "open (not a regular file)", path: path, errno: EINVAL)
-        }
-        return PosixReadableFile(fd: fd, path: path, size: UInt64(st.st_size))
+        let (fd, size) = try Self.openRegularFile(path, O_RDONLY)
+        return PosixReadableFile(fd: fd, path: path, size: size)
     }
 
     /// Maps the file: a block read is then a copy from the page cache, without the `pread`
@@ -161,10 +167,23 @@ public struct PosixFileSystem: FileSystem {
         if syncToStableStorage(fd, dataOnly: false) != 0 { throw posixError("fsync", path) }
     }
 
+    /// Only takes bits away (mode ∧ ``fileMode``, ∧ ``directoryMode`` for the directory), and
+    /// only from regular files and the directory itself, never through a symlink. Best effort:
+    /// a file that cannot be changed (another owner) is left as it is.
+    public func restrictPermissions(ofStoreDirectory path: String, files names: [String]) {
+        func restrict(_ p: String, kind: mode_t, allowed: Int) {
+            var st = stat()
+            guard lstat(p, &st) == 0, (st.st_mode & S_IFMT) == kind else { return }
+            let current = Int(st.st_mode) & 0o7777
+            if current & ~allowed != 0 { _ = chmod(p, mode_t(current & allowed)) }
+        }
+        restrict(path, kind: S_IFDIR, allowed: directoryMode)
+        for name in names { restrict(joinPath(path, name), kind: S_IFREG, allowed: fileMode) }
+    }
+
     public func lockFile(_ path: String, shared: Bool) throws -> any FileLock {
-        // O_NOFOLLOW: LOCK is never followed out of the store directory.
-        let fd = shared ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode_t(fileMode))
-        guard fd >= 0 else { throw posixError("open", path) }
+        // LOCK is a regular file in the store directory, never followed out of it.
+        let (fd, _) = try Self.openRegularFile(path, shared ? O_RDONLY : O_RDWR | O_CREAT, mode: mode_t(fileMode))
         // flock locks belong to the open file description, so a second open in this same
         // process conflicts too, not only another process (unlike fcntl locks).
         if flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0 {

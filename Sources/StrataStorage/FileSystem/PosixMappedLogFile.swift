@@ -49,8 +49,7 @@ final class PosixMappedLogFile: WritableFile {
 
     /// Creates or empties the file at `path`.
     init(path: String, mode: mode_t = 0o600) throws {
-        let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)
-        guard fd >= 0 else { throw posixError("open", path) }
+        let (fd, _) = try PosixFileSystem.openRegularFile(path, O_RDWR | O_CREAT | O_TRUNC, mode: mode)
         self.fd = fd
         self.path = path
     }

@@ -34,6 +34,16 @@ enum FormatConstants {
     static let segmentMagic: UInt64 = 0x4745_5354_4152_5453
     /// Bytes in the fixed segment footer.
     static let segmentFooterBytes = 64
+    /// The most bytes read of the small files read whole: `CURRENT` (about 30 bytes), `STATS`
+    /// and the backup marker (under 1 KiB). Anything larger is damage, refused before it is read.
+    static let smallFileMaxBytes = 64 << 10
+    /// The most bytes of a manifest `verify` reads whole: one that has outgrown its live state
+    /// is rewritten (SPEC.md §8), so even a store of a million segments stays far below.
+    static let manifestMaxBytes = 1 << 30
+    /// The most bytes of one object a directory archive target reads back (a segment, a log
+    /// piece, a state): far above any segment or log the engine writes, far below what a
+    /// crafted sparse file could claim.
+    static let archiveObjectMaxBytes = 4 << 30
     /// Bytes in a block trailer: compression type (1) + masked CRC32C (4).
     static let blockTrailerBytes = 5
     /// Bytes in a log record header: masked CRC32C (4) + payload length (4).

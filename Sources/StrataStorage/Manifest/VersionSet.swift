@@ -52,7 +52,7 @@ final class VersionSet: @unchecked Sendable {
                         opener: SegmentOpener) throws -> VersionSet {
         let set = VersionSet(fileSystem: fileSystem, directory: directory, stats: stats, opener: opener)
         let currentPath = joinPath(directory, FormatConstants.currentFileName)
-        let number = try parseCurrent(try fileSystem.readWholeFile(currentPath), path: currentPath)
+        let number = try parseCurrent(try fileSystem.readWholeFile(currentPath, limit: FormatConstants.smallFileMaxBytes), path: currentPath)
         let name = manifestName(number)
         let path = joinPath(directory, name)
         guard fileSystem.fileExists(path) else {

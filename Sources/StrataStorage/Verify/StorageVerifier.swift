@@ -82,7 +82,7 @@ struct StorageVerifier {
     mutating func run(currentPath: String) {
         let manifestNumber: UInt64
         do {
-            let bytes = try fs.readWholeFile(currentPath)
+            let bytes = try fs.readWholeFile(currentPath, limit: FormatConstants.smallFileMaxBytes)
             report.bytesChecked += UInt64(bytes.count)
             manifestNumber = try VersionSet.parseCurrent(bytes, path: currentPath)
         } catch {
@@ -145,7 +145,7 @@ struct StorageVerifier {
         let statsPath = StatsFile.path(in: directory)
         if fs.fileExists(statsPath) {
             do {
-                let bytes = try fs.readWholeFile(statsPath)
+                let bytes = try fs.readWholeFile(statsPath, limit: FormatConstants.smallFileMaxBytes)
                 report.bytesChecked += UInt64(bytes.count)
                 _ = try StatsFile.decode(bytes, path: statsPath)
             } catch {
@@ -174,7 +174,7 @@ struct StorageVerifier {
         var replay = ManifestReplay()
         let spaces: [KeySpace]
         do {
-            let bytes = try fs.readWholeFile(path)
+            let bytes = try fs.readWholeFile(path, limit: FormatConstants.manifestMaxBytes)
             report.bytesChecked += UInt64(bytes.count)
             let outcome = try LogReader(bytes: bytes, path: path, allowsMarks: false).forEachRecord { record in
                 try replay.apply(record.payload, offset: record.offset, path: path)
