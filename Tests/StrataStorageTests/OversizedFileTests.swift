@@ -11,7 +11,7 @@ import StrataTestSupport
 
     /// Makes `path` a sparse file of `claimedBytes` (no disk blocks: only the size is large).
     static func makeSparse(_ path: String) throws {
-        if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
+        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
         let handle = try #require(FileHandle(forWritingAtPath: path))
         try handle.truncate(atOffset: claimedBytes)
         try handle.close()
