@@ -16,7 +16,15 @@
 // the thread's next fault, a SIGBUS the kernel cannot deliver, would end the process (the SIGBUS
 // seen in TSan runs of MappedFaultTests). So the handler puts back the interrupted code's mask,
 // which the kernel saved in the context, before it jumps: one system call, on the fault path only.
+#if defined(__APPLE__)
+// Apple's SDKs refuse <ucontext.h> unless the X/Open interfaces are asked for; _DARWIN_C_SOURCE
+// keeps the rest of the system headers whole beside it. Read, not built: no Apple toolchain
+// here (issue 54).
+#define _XOPEN_SOURCE 700
+#define _DARWIN_C_SOURCE
+#else
 #define _GNU_SOURCE
+#endif
 #include "CStrataSupport.h"
 
 #include <pthread.h>
