@@ -229,6 +229,40 @@ import StrataTesting
         #expect(try Self.contents(ofStoreAt: root.path + "/first") == history[first])
     }
 
+    /// An archived log record whose header claims sequences past the limit (`first` near 2^64,
+    /// a valid CRC: crafted, not torn) is damage named as such, not an overflow trap (issue 54).
+    @Test func aCraftedLogRecordPastTheSequenceLimitIsDamageNotATrap() throws {
+        let dir = TemporaryDirectory(), archive = TemporaryDirectory(), root = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: root.path, withIntermediateDirectories: true)
+        let target = DirectoryArchiveTarget(path: archive.path)
+        let e = try Engine.open(directory: dir.path, options: Self.archived(target))
+        var model: [String: String] = [:], history: [UInt64: [String: String]] = [0: [:]]
+        try Self.workload(e, commits: 20, seed: 7, model: &model, history: &history, flushEvery: 1000)
+        try e.archiveNow()
+        e.close()
+        let logs = try target.list().compactMap { name -> (generation: UInt64, wal: UInt64)? in
+            if case let .log(g, w, _)? = ArchiveObject(name: name) { return (g, w) }
+            return nil
+        }
+        let last = try #require(logs.max { $0.wal < $1.wal })
+        // A later log of the same generation holding one record: sequence 2^64 − 2, 5 of them.
+        var payload = ByteWriter()
+        payload.appendFixed64(UInt64.max - 1)
+        payload.appendFixed32(5)
+        var framed = ByteWriter()
+        payload.bytes.withUnsafeBytes { LogWriter.frame($0, into: &framed) }
+        let piece = ArchivedLogPiece(generation: last.generation, wal: last.wal + 1_000, offset: 0, times: [], bytes: framed.bytes)
+        try target.put(piece.objectName, piece.encode())
+        #expect(throws: StorageError.corruption(file: piece.objectName, offset: 0, reason: "archived log damaged or missing")) {
+            try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/a")
+        }
+        var lenient = ArchiveRestoreOptions()
+        lenient.stopsAtDamage = true
+        let report = try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/b", options: lenient)
+        #expect(report.stoppedAt == piece.objectName)
+        #expect(try Self.contents(ofStoreAt: root.path + "/b") == model)
+    }
+
     @Test func aDamagedArchiveIsNamedOrRestoredUpToTheDamage() throws {
         let dir = TemporaryDirectory(), archive = TemporaryDirectory(), root = TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: root.path, withIntermediateDirectories: true)

@@ -281,17 +281,31 @@ extension ArchivedGeneration {
             if broken && bytes.isEmpty { break }
             var records: [(end: Int, sequence: UInt64)] = []
             var endsWithEndOfLog = false
+            var craftedAt: Int?
             let reader = LogReader(bytes: bytes, path: ArchiveObject.log(generation: id, wal: wal, offset: 0).name, allowsMarks: true)
             let outcome = try reader.forEachRecord { record in
                 if record.isEndOfLog {
                     endsWithEndOfLog = true
-                } else if record.payload.count >= 12 {
+                } else if record.payload.count >= 12, craftedAt == nil {
                     let first = loadFixed64(record.payload, 0), count = UInt64(loadFixed32(record.payload, 8))
+                    // Numbers from the archive, checked before any arithmetic: a record whose
+                    // sequences run past the limit is damage, not a trap.
+                    guard first <= StorageLimits.maxSequence, count <= StorageLimits.maxSequence - first + 1 else {
+                        craftedAt = record.offset
+                        return
+                    }
                     if count > 0 { records.append((record.end, first + count - 1)) }
                     endsWithEndOfLog = false
                 }
             }
-            logs.append(AssembledLog(number: wal, bytes: Array(bytes[..<outcome.validEnd]), records: records,
+            // The log up to the record that is damage (the record before it ends there).
+            let validEnd = craftedAt ?? outcome.validEnd
+            if let craftedAt {
+                brokenAt = brokenAt ?? ArchiveObject.log(generation: id, wal: wal, offset: UInt64(craftedAt)).name
+                broken = true
+                endsWithEndOfLog = false
+            }
+            logs.append(AssembledLog(number: wal, bytes: Array(bytes[..<validEnd]), records: records,
                                      endsWithEndOfLog: endsWithEndOfLog, times: times))
             if broken { break }
         }
