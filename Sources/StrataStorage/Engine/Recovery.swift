@@ -78,9 +78,6 @@ enum Recovery {
             throw StorageError.notAStore(path: directory)
         }
         let lock = try fs.lockFile(joinPath(directory, FormatConstants.lockFileName), shared: options.readOnly)
-        if !options.readOnly, let names = try? fs.listDirectory(directory) {
-            fs.restrictPermissions(ofStoreDirectory: directory, files: names.filter { parseFileName($0) != nil })
-        }
         do {
             return try recoverLocked(directory: directory, options: options, stats: stats, cache: cache, lock: lock)
         } catch {
@@ -107,6 +104,10 @@ enum Recovery {
             try? fs.removeFile(joinPath(directory, segmentName(meta.fileNumber)))
         })
         var names = try fs.listDirectory(directory)
+        // Modes an older build gave the store's files, tightened from the same listing.
+        if !options.readOnly {
+            fs.restrictPermissions(ofStoreDirectory: directory, files: names.filter { parseFileName($0) != nil })
+        }
         let isNew = !fs.fileExists(joinPath(directory, FormatConstants.currentFileName))
         let versions: VersionSet
         if isNew {

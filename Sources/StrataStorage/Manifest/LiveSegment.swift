@@ -48,9 +48,11 @@ final class LiveSegment: Sendable {
         return try openReader()
     }
 
-    @inline(__always) private static func reader(_ bits: UInt) -> SegmentReader {
-        Unmanaged<SegmentReader>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
+    @inline(__always) private static func unmanaged(_ bits: UInt) -> Unmanaged<SegmentReader> {
+        Unmanaged<SegmentReader>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
     }
+
+    @inline(__always) private static func reader(_ bits: UInt) -> SegmentReader { unmanaged(bits).takeUnretainedValue() }
 
     @inline(never) private func openReader() throws(StorageError) -> SegmentReader {
         do {
@@ -72,7 +74,7 @@ final class LiveSegment: Sendable {
 
     deinit {
         let bits = opened.load(ordering: .acquiring)
-        defer { if bits != 0 { Unmanaged<SegmentReader>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release() } }
+        defer { if bits != 0 { Self.unmanaged(bits).release() } }
         guard obsolete.load(ordering: .acquiring) else { return }
         if bits != 0 { Self.reader(bits).deleteFile() } else { opener.remove(meta) }
     }

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The segments of one key space, per level. Level 0 is ordered newest first and its segments
 /// may overlap; deeper levels are ordered by key and do not overlap.
 struct KeySpaceLevels: Sendable {
