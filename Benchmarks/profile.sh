@@ -6,11 +6,13 @@
 # that cost most (inclusive and exclusive).
 #   Benchmarks/profile.sh forward            # scale 0.1, the phase run 3 times
 #   Benchmarks/profile.sh query-equality 0.1 10
+#   Benchmarks/profile.sh put-new-related 20000   # a put whose related object is new, own transaction
+#   Benchmarks/profile.sh get 20000               # a get by id (SCALE is the count of objects here)
 # Each run builds a fresh store, so compare two commits' counts function by function too: the
 # memtable's contents differ a little between runs (flushes run on their own thread).
 set -euo pipefail
 cd "$(dirname "$0")"
-phase=${1:?"usage: profile.sh PHASE [SCALE] [REPEAT]  (forward, backlink, prefetch, query-equality, query-range, query-link, many-to-many)"}
+phase=${1:?"usage: profile.sh PHASE [SCALE] [REPEAT]  (forward, backlink, prefetch, query-equality, query-range, query-link, many-to-many, put-new-related, get)"}
 scale=${2:-0.1}
 repeat=${3:-3}
 # The phase's function in StrataGraph: forward, queryEquality, manyToMany, ...
@@ -21,9 +23,19 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp .build/release/strata-objects-bench "$work/bench"
 strip -g "$work/bench"
-STRATA_BENCH_REPEAT="$phase:$repeat" valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
-    --toggle-collect="*StrataGraph*$function*" "$work/bench" graph-child strata "$work/db" "$scale" \
-    > "$work/out.json" 2> "$work/valgrind.log"
+case "$phase" in
+put-new-related|get)
+    # PutGetProfile's two frames: putNewRelated, getOne. SCALE is the number of objects.
+    count=${2:-20000}; repeat=1
+    [ "$phase" = get ] && function=getOne || function=putNewRelated
+    valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
+        --toggle-collect="*PutGetProfile*$function*" "$work/bench" put-get-child "$work/db" "$count" \
+        > "$work/out.json" 2> "$work/valgrind.log" ;;
+*)
+    STRATA_BENCH_REPEAT="$phase:$repeat" valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
+        --toggle-collect="*StrataGraph*$function*" "$work/bench" graph-child strata "$work/db" "$scale" \
+        > "$work/out.json" 2> "$work/valgrind.log" ;;
+esac
 total=$(grep -o 'refs: *[0-9,]*' "$work/valgrind.log" | tr -dc '0-9')
 operations=$(grep -o '"operations":{[^}]*}' "$work/out.json" | grep -o "\"$phase\":[0-9]*" | cut -d: -f2)
 [ -n "$operations" ] && [ "$operations" -gt 0 ] && [ "$total" -gt 0 ] || { echo "no count for $phase (see $work)" >&2; trap - EXIT; exit 1; }

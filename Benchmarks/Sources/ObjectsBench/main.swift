@@ -9,6 +9,7 @@ import Strata
 //   strata-objects-bench observe [--puts N] [--reps R] [--durability D]   (change observation's cost)
 //   strata-objects-bench graph [--scale X] [--reps R] [--only strata|grdb] [--durability D]
 //   strata-objects-bench graph-child SYSTEM DIR SCALE      (internal: one run, JSON out)
+//   strata-objects-bench put-get-child DIR N              (internal: profile.sh put-new-related, get)
 //   strata-objects-bench aggregate [--flat N] [--reps R]  (a property query's sum vs decoding every order)
 //   strata-objects-bench backup [--scale X] [--reps R]    (backup, incremental backup, restore vs GRDB)
 //   strata-objects-bench values [--flat N] [--reps R]     (UUID, [String], a Codable struct: put and get vs GRDB)
@@ -38,6 +39,18 @@ if CommandLine.arguments.count == 5, CommandLine.arguments[1] == "graph-child" {
         exit(0)
     } catch {
         FileHandle.standardError.write("graph benchmark failed: \(error)\n".data(using: .utf8)!)
+        exit(1)
+    }
+}
+
+if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "put-get-child" {
+    // For profile.sh's put-new-related and get: N puts of an order with a new customer, then N
+    // gets, each in a frame of its own.
+    do {
+        try runPutGetProfile(directory: CommandLine.arguments[2], count: max(1, Int(CommandLine.arguments[3]) ?? 1))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write("put-get failed: \(error)\n".data(using: .utf8)!)
         exit(1)
     }
 }

@@ -43,7 +43,7 @@ extension Store {
                     var edgeCount: Int?
                     if p.type.isRelation {
                         let kind: EdgeKey.Kind = p.type == .toOne ? .toOneBacklink : .toManyBacklink
-                        edgeCount = try countEdges(kind: kind, entityId: r.entityId, propertyId: p.id, snapshot: t.snapshot)
+                        edgeCount = try t.countEdges(kind: kind, entityId: r.entityId, propertyId: p.id)
                     }
                     properties.append(StoredProperty(name: p.name, id: p.id, type: p.typeDescription, index: p.index,
                                                      relationTarget: p.target, edgeCount: edgeCount))
@@ -54,23 +54,21 @@ extension Store {
         }
     }
 
-    /// Entries of one relation in one edge kind.
-    func countEdges(kind: EdgeKey.Kind, entityId: UInt32, propertyId: UInt32, snapshot: Snapshot?) throws(StrataError) -> Int {
-        guard let edges else { return 0 }
-        var prefix: [UInt8] = [kind.rawValue]
-        withUnsafeBytes(of: entityId.bigEndian) { prefix.append(contentsOf: $0) }
-        withUnsafeBytes(of: propertyId.bigEndian) { prefix.append(contentsOf: $0) }
+}
+
+extension Transaction {
+    /// Entries of one relation in one edge kind, as the transaction sees them.
+    func countEdges(kind: EdgeKey.Kind, entityId: UInt32, propertyId: UInt32) throws(StrataError) -> Int {
+        let prefix = EdgeKey.relationPrefix(kind: kind, entityId: entityId, propertyId: propertyId)
+        var n = 0
         do {
-            let it = try engine.makeIterator(in: edges, prefix: prefix, snapshot: snapshot)
-            try it.seekToFirst()
-            var n = 0
-            while it.isValid {
+            try forEachEntry(in: .edges, from: prefix, to: Engine.prefixSuccessor(prefix)) { _, _ in
                 n += 1
-                try it.next()
+                return true
             }
-            return n
         } catch {
             throw StrataError(error)
         }
+        return n
     }
 }

@@ -123,16 +123,14 @@ extension Store {
             let prefix = ObjectKey.prefix(entityId: record.entityId)
             var lower = prefix
             IndexKey.appendBigEndian(from, to: &lower)
-            let upper = Engine.prefixSuccessor(prefix)
-            let engineIterator = try engine.makeIterator(in: objects, lowerBound: lower, upperBound: upper, snapshot: t.snapshot)
-            // Inside a write transaction, what it wrote and removed so far counts too.
-            let it = TransactionIterator(space: t.overlay?.space(.objects), over: engineIterator, lower: lower, upper: upper)
-            try it.seekToFirst()
             var n = 0
-            while it.isValid, limit.map({ n < $0 }) ?? true {
-                let id = ObjectKey.id(fromKey: it.key)
+            // Through the transaction: inside a write transaction, what it wrote and removed
+            // so far counts too.
+            try t.forEachEntry(in: .objects, from: lower, to: Engine.prefixSuccessor(prefix)) { key, value in
+                guard limit.map({ n < $0 }) ?? true else { return false }
+                let id = ObjectKey.id(fromKey: key)
                 let values: [StoredValue]
-                do { values = try decoder.decode(it.value) } catch {
+                do { values = try decoder.decode(value) } catch {
                     throw StrataError.corruptObject(entity: entity, id: id, reason: "\(error)")
                 }
                 var object = StoredObject(id: id, values: [])
@@ -146,8 +144,7 @@ extension Store {
                     }
                 }
                 n += 1
-                guard try body(object) else { return }
-                try it.next()
+                return try body(object)
             }
         }
     }
@@ -168,26 +165,18 @@ extension Store {
         guard let property = record.properties.first(where: { !$0.isRemoved && $0.name == parts[1] && $0.type.isRelation }) else {
             throw StrataError.unknownRelation(entity: parts[0], property: parts[1])
         }
-        guard let edges else { return }
         let kind: EdgeKey.Kind = property.type == .toOne ? .toOneBacklink : .toManyList
-        var prefix: [UInt8] = [kind.rawValue]
-        withUnsafeBytes(of: record.entityId.bigEndian) { prefix.append(contentsOf: $0) }
-        withUnsafeBytes(of: property.id.bigEndian) { prefix.append(contentsOf: $0) }
+        let prefix = EdgeKey.relationPrefix(kind: kind, entityId: record.entityId, propertyId: property.id)
         try withReadTransaction { t in
-            let upper = Engine.prefixSuccessor(prefix)
-            let engineIterator = try engine.makeIterator(in: edges, lowerBound: prefix, upperBound: upper, snapshot: t.snapshot)
-            let it = TransactionIterator(space: t.overlay?.space(.edges), over: engineIterator, lower: prefix, upper: upper)
-            try it.seekToFirst()
-            while it.isValid {
-                guard let key = EdgeKey(bytes: it.key) else { throw StrataError.corruptRelation(reason: "malformed edge key in \(relation)") }
+            try t.forEachEntry(in: .edges, from: prefix, to: Engine.prefixSuccessor(prefix)) { k, value in
+                guard let key = EdgeKey(bytes: k) else { throw StrataError.corruptRelation(reason: "malformed edge key in \(relation)") }
                 if kind == .toOneBacklink {
-                    guard try body(StoredEdge(source: key.b, target: key.a, position: nil)) else { return }
-                } else {
-                    for (i, target) in try EdgeList.decode(Array(it.value)).enumerated() {
-                        guard try body(StoredEdge(source: key.a, target: target, position: i)) else { return }
-                    }
+                    return try body(StoredEdge(source: key.b, target: key.a, position: nil))
                 }
-                try it.next()
+                for (i, target) in try EdgeList.decode(Array(value)).enumerated() {
+                    guard try body(StoredEdge(source: key.a, target: target, position: i)) else { return false }
+                }
+                return true
             }
         }
     }

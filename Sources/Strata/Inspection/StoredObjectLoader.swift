@@ -39,7 +39,8 @@ extension Store {
 }
 
 /// The put of objects given as ``StoredObject`` values: what ``PutOperation`` does for a typed
-/// object, driven by the catalog record instead of generated code.
+/// object, driven by the catalog record instead of generated code. The relation rules are the
+/// typed put's own (``EdgeMaintenance``); only the encoding from stored values is here.
 struct StoredObjectLoader {
     let store: Store
     let record: EntityRecord
@@ -140,12 +141,16 @@ struct StoredObjectLoader {
         } catch { throw StrataError(error) }
         defer { t.recycle(oldIndex) }
 
-        // Targets first: nothing is written for an object whose relation would dangle.
+        // Targets first: nothing is written for an object whose relation would dangle. The
+        // object may name itself: its put is under way while the targets are checked.
+        let rules = t.edgeRules
+        t.putsInProgress.append(key)
+        defer { t.putsInProgress.removeLast() }
         for p in fields where p.type == .toOne {
             let target = toOneTargets[p.id] ?? 0
             if target != 0, target != oldToOne[p.id] { try checkTarget(p, target, owner: id) }
         }
-        var lists: [(property: EntityRecord.Property, ids: [Id])] = []
+        var lists: [(property: EntityRecord.Property, ids: [Id], current: [Id])] = []
         for p in toManys {
             guard let value = given[p.name] else { continue }
             let ids: [Id]
@@ -155,11 +160,9 @@ struct StoredObjectLoader {
             default: throw invalid(id, p.name, "\(value) is not a list of ids of \(p.target ?? "objects")")
             }
             guard !ids.contains(0) else { throw invalid(id, p.name, "0 is never a stored id") }
-            lists.append((p, ids))
-        }
-        for (p, ids) in lists {
-            let current = Set(try t.toManyList(entityId: record.entityId, propertyId: p.id, source: id))
+            let current = try t.toManyList(entityId: record.entityId, propertyId: p.id, source: id)
             for target in Set(ids).subtracting(current) { try checkTarget(p, target, owner: id) }
+            lists.append((p, ids, current))
         }
 
         if let ix = indexes {
@@ -171,31 +174,12 @@ struct StoredObjectLoader {
         bytes.withUnsafeBytes { overlay.writeObject(key, value: $0, committedPresent: stored) }
 
         for p in fields where p.type == .toOne {
-            let old = oldToOne[p.id] ?? 0, new = toOneTargets[p.id] ?? 0
-            guard old != new else { continue }
-            if old != 0 {
-                t.removeEdge(EdgeKey(kind: .toOneBacklink, entityId: record.entityId, propertyId: p.id, a: old, b: id))
-                // A replaced embedded object goes with the reference its parent dropped.
-                if let target = p.target, store.record(named: target)?.isEmbedded == true {
-                    try InverseMaintenance.removeObject(entityName: target, id: old, in: t)
-                }
-            }
-            if new != 0 { t.putEdge(EdgeKey(kind: .toOneBacklink, entityId: record.entityId, propertyId: p.id, a: new, b: id)) }
+            try rules.setToOne(entityId: record.entityId, propertyId: p.id, owner: id, from: oldToOne[p.id] ?? 0,
+                               to: toOneTargets[p.id] ?? 0, embeddedTarget: rules.embeddedTarget(of: p))
         }
-        for (p, ids) in lists {
-            let current = try t.toManyList(entityId: record.entityId, propertyId: p.id, source: id)
-            let listKey = EdgeKey(kind: .toManyList, entityId: record.entityId, propertyId: p.id, a: id, b: 0)
-            if ids.isEmpty { t.removeEdge(listKey) } else if ids != current { t.putEdge(listKey, EdgeList.encode(ids)) }
-            let now = Set(ids), then = Set(current)
-            for target in then.subtracting(now) {
-                t.removeEdge(EdgeKey(kind: .toManyBacklink, entityId: record.entityId, propertyId: p.id, a: target, b: id))
-                if let name = p.target, store.record(named: name)?.isEmbedded == true {
-                    try InverseMaintenance.removeObject(entityName: name, id: target, in: t)
-                }
-            }
-            for target in now.subtracting(then) {
-                t.putEdge(EdgeKey(kind: .toManyBacklink, entityId: record.entityId, propertyId: p.id, a: target, b: id))
-            }
+        for (p, ids, current) in lists {
+            try rules.setToManyList(entityId: record.entityId, propertyId: p.id, owner: id, from: current, to: ids,
+                                    embeddedTarget: rules.embeddedTarget(of: p))
         }
 
         if id > counter.lastId {
@@ -204,21 +188,14 @@ struct StoredObjectLoader {
         }
     }
 
-    /// A relation's new target must be stored (or be the object itself); an embedded one must
-    /// have no other parent.
+    /// A relation's new target must be stored (or be the object itself, whose put is under
+    /// way); an embedded one must have no other parent.
     private func checkTarget(_ p: EntityRecord.Property, _ target: Id, owner: Id) throws(StrataError) {
         guard let name = p.target, let targetRecord = store.record(named: name) else {
             throw invalid(owner, p.name, "the relation's target entity is not in the store")
         }
-        let isSelf = targetRecord.entityId == record.entityId && target == owner
-        var exists = isSelf
-        if !exists { exists = try transaction.objectExists(ObjectKey(entityId: targetRecord.entityId, id: target)) }
-        guard exists else {
-            throw .objectNotFound(entity: name, id: target)
-        }
-        if targetRecord.isEmbedded {
-            try RelationVisitor.checkOwnership(of: name, id: target, owner: (record.entityId, owner), store: store, in: transaction)
-        }
+        try transaction.edgeRules.checkNewTarget(entity: name, entityId: targetRecord.entityId, id: target,
+                                                 isEmbedded: targetRecord.isEmbedded, owner: (record.entityId, owner))
     }
 
     /// Encodes a non-relation value as property `p`'s type, range-checked.

@@ -37,6 +37,14 @@ struct EdgeKey: Hashable, Sendable {
 
     var prefixBytes: [UInt8] { Array(bytes.prefix(Self.prefixByteCount)) }
 
+    /// The prefix of every edge of one relation in one kind: `kind · entity · property`.
+    static func relationPrefix(kind: Kind, entityId: UInt32, propertyId: UInt32) -> [UInt8] {
+        var prefix: [UInt8] = [kind.rawValue]
+        withUnsafeBytes(of: entityId.bigEndian) { prefix.append(contentsOf: $0) }
+        withUnsafeBytes(of: propertyId.bigEndian) { prefix.append(contentsOf: $0) }
+        return prefix
+    }
+
     /// Parses a stored key; nil if it is not an edge key.
     init?(bytes raw: UnsafeRawBufferPointer) {
         guard raw.count == Self.byteCount, let kind = Kind(rawValue: raw[0]) else { return nil }

@@ -1,7 +1,7 @@
 import StrataStorage
 
-/// Relations read as a transaction sees them (``TransactionReads`` does the reading), and
-/// edges written into a write transaction.
+/// Relations read as a transaction sees them (``TransactionReads`` does the reading; the writes
+/// are ``EdgeMaintenance``'s).
 extension Transaction {
     /// The ids of the sources a backlink of `owner` shows: one prefix scan of its relation's edges.
     func backlinkSources(_ schema: BacklinkSchema, of owner: Id) throws(StrataError) -> [Id] {
@@ -16,13 +16,5 @@ extension Transaction {
         let isNew = isNewInTransaction(entityId: entityId, id: source)
         guard let raw = try edgeValue(key, engineHoldsNone: isNew) else { return [] }
         return try EdgeList.decode(raw)
-    }
-
-    func putEdge(_ key: EdgeKey, _ value: [UInt8] = []) {
-        overlay?.write(.edges, key: key.bytes, value: value)
-    }
-
-    func removeEdge(_ key: EdgeKey) {
-        overlay?.write(.edges, key: key.bytes, value: nil)
     }
 }

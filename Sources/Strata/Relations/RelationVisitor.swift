@@ -25,13 +25,13 @@ public struct RelationVisitor {
         switch phase {
         case .beforeWrite:
             guard let t = transaction else { return }
-            let box = store.box(for: T.self)
-            if var target = relation.assignedTarget, target.id == 0 {
-                try box.put(&target, in: t)
+            let target = try store.binding(for: T.self).get()
+            if var assigned = relation.assignedTarget, assigned.id == 0 {
+                try t.put(&assigned, binding: target)
                 // A class target got its id in place; a struct target's copy carries it.
-                if !(T.self is AnyObject.Type) { relation.replaceAssignedTarget(target, in: t) }
+                if !(T.self is AnyObject.Type) { relation.replaceAssignedTarget(assigned, in: t) }
             } else if let targetId = relation.targetId {
-                guard try box.isStoredOrBeingPut(targetId, in: t) else {
+                guard try t.isStoredOrBeingPut(ObjectKey(entityId: target.entityId, id: targetId)) else {
                     // A relation must point at a stored object. One the user assigned (removed
                     // since, or an id that never existed) is refused; one read from the store
                     // whose target was removed since (a stale copy) is stored as the store holds
@@ -40,9 +40,9 @@ public struct RelationVisitor {
                     relation.clearRemovedTarget(in: t)
                     return
                 }
-                if box.isEmbedded {
-                    if var target = relation.assignedTarget { try box.put(&target, in: t) }   // an edited embedded object
-                    try Self.checkOwnership(of: T._strataEntityName, id: targetId, owner: (binding.entityId, ownerId), store: store, in: t)
+                if target.isEmbedded {
+                    if var assigned = relation.assignedTarget { try t.put(&assigned, binding: target) }   // an edited embedded object
+                    try t.edgeRules.checkOwnership(of: T._strataEntityName, id: targetId, owner: (binding.entityId, ownerId))
                 }
             }
         case let .afterWrite(oldTargets):
@@ -53,16 +53,9 @@ public struct RelationVisitor {
             let new = relation.idToStore
             relation.settle(in: t)
             guard old != new else { return }
-            if old != 0 {
-                t.removeEdge(EdgeKey(kind: .toOneBacklink, entityId: binding.entityId, propertyId: propertyId, a: old, b: ownerId))
-                // A replaced embedded object goes with the reference its parent dropped.
-                if store.box(for: T.self).isEmbedded {
-                    try InverseMaintenance.removeObject(entityName: T._strataEntityName, id: old, in: t)
-                }
-            }
-            if new != 0 {
-                t.putEdge(EdgeKey(kind: .toOneBacklink, entityId: binding.entityId, propertyId: propertyId, a: new, b: ownerId))
-            }
+            let embedded = try old != 0 && store.binding(for: T.self).get().isEmbedded
+            try t.edgeRules.setToOne(entityId: binding.entityId, propertyId: propertyId, owner: ownerId, from: old, to: new,
+                                     embeddedTarget: embedded ? T._strataEntityName : nil)
         case .attach:
             relation.attach(store)
         case let .assignToOne(target, id):
@@ -92,18 +85,6 @@ public struct RelationVisitor {
             if case .afterWrite = phase, let t = transaction { relation.logAttachment(in: t) }
             relation.attachBacklink(store: store, owner: binding, index: backlink, ownerId: ownerId)
             if case .afterWrite = phase, relation.hasChanges, let t = transaction { try relation.apply(in: t, store: store) }
-        }
-    }
-
-    /// An embedded object has one parent: refuses `owner` (entity id, object id) if any other
-    /// object refers to the embedded object `id` through any relation.
-    static func checkOwnership(of entity: String, id: Id, owner: (UInt32, Id), store: Store, in t: Transaction) throws(StrataError) {
-        for (sourceEntity, property) in store.relations(targeting: entity) {
-            let kind: EdgeKey.Kind = property.type == .toOne ? .toOneBacklink : .toManyBacklink
-            let prefix = EdgeKey(kind: kind, entityId: sourceEntity, propertyId: property.id, a: id, b: 0)
-            for source in try t.edgeSources(sharingPrefixWith: prefix) where (sourceEntity, source) != owner {
-                throw .invalidRelation(reason: "embedded \(entity) \(id) already belongs to another object; an embedded object has one parent")
-            }
         }
     }
 

@@ -105,15 +105,24 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     /// Reads the relation from the store now (it is otherwise read on first access); throws
     /// what the read throws.
     public func load() throws(StrataError) {
-        guard let store, case let .some(ids) = try storedIds(store: store, in: TransactionContext.current(for: store) ?? store.latest) else {
+        guard let store else {
             isLoaded = true
             return
         }
-        items = try store.box(for: Element.self).get(ids)
+        // The ids and their objects from one state: the running transaction, or one snapshot.
+        let loaded: (ids: [Id], items: [Element])? = try store.read(consistent: true) { t in
+            guard let ids = try storedIds(store: store, in: t) else { return nil }
+            return (ids, try t.objects(Element.self, ids, binding: try store.binding(for: Element.self).get()))
+        }
+        guard let loaded else {
+            isLoaded = true
+            return
+        }
+        items = loaded.items
         if loadFailure != nil { loadFailure = nil }
         // Every id found (the usual case): the ids are the baseline, in order, without reading
         // each element's id back through its conformance.
-        baseline = items.count == ids.count ? ids : items.map { $0.id }
+        baseline = items.count == loaded.ids.count ? loaded.ids : items.map { $0.id }
         baselineKnown = true
         isLoaded = true
         hasChanges = false
@@ -227,11 +236,13 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
         return (result + extra, extra)
     }
 
-    /// Writes pending changes inside `t`.
+    /// Writes pending changes inside `t`: new elements are put, then the edges follow
+    /// (``EdgeMaintenance``).
     func apply(in t: Transaction, store: Store) throws(StrataError) {
         guard hasChanges else { return }
         t.logUndo(.restore(savedState()))
-        let box = store.box(for: Element.self)
+        let element = try store.binding(for: Element.self).get()
+        let rules = t.edgeRules
         // The relation as the store holds it now.
         let current = try storedIds(store: store, in: t) ?? []
         let known: [Id]? = baselineKnown ? baseline : nil
@@ -241,25 +252,14 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
         case .unattached:
             return
         case let .standalone(entityId, propertyId):
-            for i in items.indices where items[i].id == 0 { try box.put(&items[i], in: t) }
+            for i in items.indices where items[i].id == 0 { try t.put(&items[i], binding: element) }
             (result, extra) = Self.reconcile(mine: items.map { $0.id }, baseline: known, current: current)
-            let now = Set(result), then = Set(current)
-            for id in now.subtracting(then) {
-                guard try box.isStoredOrBeingPut(id, in: t) else { throw .objectNotFound(entity: Element._strataEntityName, id: id) }
-                if box.isEmbedded {
-                    try RelationVisitor.checkOwnership(of: Element._strataEntityName, id: id, owner: (entityId, ownerId), store: store, in: t)
-                }
+            for id in Set(result).subtracting(current) {
+                try rules.checkNewTarget(entity: Element._strataEntityName, entityId: element.entityId, id: id,
+                                         isEmbedded: element.isEmbedded, owner: (entityId, ownerId))
             }
-            let listKey = EdgeKey(kind: .toManyList, entityId: entityId, propertyId: propertyId, a: ownerId, b: 0)
-            if result.isEmpty { t.removeEdge(listKey) } else if result != current { t.putEdge(listKey, EdgeList.encode(result)) }
-            for target in then.subtracting(now) {
-                t.removeEdge(EdgeKey(kind: .toManyBacklink, entityId: entityId, propertyId: propertyId, a: target, b: ownerId))
-                // An embedded element leaves the store with its parent's reference.
-                if box.isEmbedded { try InverseMaintenance.removeObject(entityName: Element._strataEntityName, id: target, in: t) }
-            }
-            for target in now.subtracting(then) {
-                t.putEdge(EdgeKey(kind: .toManyBacklink, entityId: entityId, propertyId: propertyId, a: target, b: ownerId))
-            }
+            try rules.setToManyList(entityId: entityId, propertyId: propertyId, owner: ownerId, from: current, to: result,
+                                    embeddedTarget: element.isEmbedded ? Element._strataEntityName : nil)
         case let .backlink(owner, index):
             let schema = owner.backlinks[index]
             let (kind, entityId, propertyId) = try schema.storedRelation(in: store)
@@ -279,34 +279,28 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
                 // removed from the store meanwhile fails its put: it is not brought back).
                 for i in items.indices where items[i].id == 0 || !base.contains(items[i].id) {
                     try RelationVisitor.assignToOne(of: &items[i], field: field, to: ownerId, store: store)
-                    try box.put(&items[i], in: t)
+                    try t.put(&items[i], binding: element)
                     added.insert(items[i].id)
                 }
                 for id in removed.sorted() {
-                    guard var source = try box.get(id) else { continue }
+                    guard var source = try Self.decoded(t.object(Element.self, id, binding: element)) else { continue }
                     try RelationVisitor.assignToOne(of: &source, field: field, to: nil, store: store)
-                    try box.put(&source, in: t)
+                    try t.put(&source, binding: element)
                 }
             } else {
                 // Edit the sources' own to-many lists.
-                for i in items.indices where items[i].id == 0 { try box.put(&items[i], in: t) }
+                for i in items.indices where items[i].id == 0 { try t.put(&items[i], binding: element) }
                 for item in items where !base.contains(item.id) && !then.contains(item.id) {
-                    guard try box.isStoredOrBeingPut(item.id, in: t) else {
+                    guard try t.isStoredOrBeingPut(ObjectKey(entityId: element.entityId, id: item.id)) else {
                         throw .objectNotFound(entity: Element._strataEntityName, id: item.id)
                     }
                     added.insert(item.id)
                 }
                 for source in added.sorted() {
-                    var list = try t.toManyList(entityId: entityId, propertyId: propertyId, source: source)
-                    if !list.contains(ownerId) { list.append(ownerId) }
-                    t.putEdge(EdgeKey(kind: .toManyList, entityId: entityId, propertyId: propertyId, a: source, b: 0), EdgeList.encode(list))
-                    t.putEdge(EdgeKey(kind: .toManyBacklink, entityId: entityId, propertyId: propertyId, a: ownerId, b: source))
+                    try rules.addToList(entityId: entityId, propertyId: propertyId, source: source, target: ownerId)
                 }
                 for source in removed.sorted() {
-                    let list = try t.toManyList(entityId: entityId, propertyId: propertyId, source: source).filter { $0 != ownerId }
-                    let listKey = EdgeKey(kind: .toManyList, entityId: entityId, propertyId: propertyId, a: source, b: 0)
-                    if list.isEmpty { t.removeEdge(listKey) } else { t.putEdge(listKey, EdgeList.encode(list)) }
-                    t.removeEdge(EdgeKey(kind: .toManyBacklink, entityId: entityId, propertyId: propertyId, a: ownerId, b: source))
+                    try rules.removeFromList(entityId: entityId, propertyId: propertyId, source: source, target: ownerId)
                 }
             }
             let kept = then.subtracting(removed).union(added)
@@ -319,11 +313,16 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
         // added come in.
         let resultSet = Set(result)
         if items.contains(where: { !resultSet.contains($0.id) }) { items.removeAll { !resultSet.contains($0.id) } }
-        if !extra.isEmpty { items += try box.get(extra) }
+        if !extra.isEmpty { items += try Self.decoded(t.objects(Element.self, extra, binding: element)) }
         baseline = items.map { $0.id }
         baselineKnown = true
         hasChanges = false
         isLoaded = true
+    }
+
+    /// A read's result, its untyped error made a ``StrataError``.
+    private static func decoded<R>(_ read: @autoclosure () throws -> R) throws(StrataError) -> R {
+        do { return try read() } catch { throw StrataError(error) }
     }
 
     /// The ids a prefetch should load; nil when the relation is not attached to a store.

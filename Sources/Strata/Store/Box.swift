@@ -56,9 +56,10 @@ public struct Box<T: Entity>: Sendable {
         return try resolved.get()
     }
 
-    /// The binding for a put by the user: embedded objects are put only through their parent.
+    /// The binding for a write by the user (the store's open state is checked once, by
+    /// ``Store/write(in:_:)``): embedded objects are put only through their parent.
     private func bindingForPut() throws(StrataError) -> EntityBinding {
-        let b = try binding()
+        let b = try resolved.get()
         guard !b.isEmbedded else {
             throw .invalidRelation(reason: "\(b.name) is embedded: put it through the ToOne or ToMany of its parent")
         }
@@ -88,7 +89,7 @@ public struct Box<T: Entity>: Sendable {
     @discardableResult
     public func put(_ object: inout T, mode: PutMode = .put) throws(StrataError) -> Id {
         let b = try bindingForPut()
-        return try write { t in try store(&object, mode: mode, binding: b, in: t) }
+        return try write { t in try t.put(&object, mode: mode, binding: b) }
     }
 
     /// Puts all `objects` in one transaction; returns their ids in order.
@@ -100,7 +101,7 @@ public struct Box<T: Entity>: Sendable {
             ids.reserveCapacity(objects.count)
             for object in objects {
                 var copy = object
-                ids.append(try store(&copy, mode: mode, binding: b, in: t))
+                ids.append(try t.put(&copy, mode: mode, binding: b))
             }
             return ids
         }
@@ -113,58 +114,17 @@ public struct Box<T: Entity>: Sendable {
         return try write { t in
             var ids: [Id] = []
             ids.reserveCapacity(objects.count)
-            for i in objects.indices { ids.append(try store(&objects[i], mode: mode, binding: b, in: t)) }
+            for i in objects.indices { ids.append(try t.put(&objects[i], mode: mode, binding: b)) }
             return ids
-        }
-    }
-
-    /// Whether objects of this entity are embedded.
-    var isEmbedded: Bool { (try? resolved.get())?.isEmbedded ?? false }
-
-    /// Puts `object` inside `t` (relations use this to put new targets in the same transaction,
-    /// embedded ones included).
-    @discardableResult
-    func put(_ object: inout T, in t: Transaction) throws(StrataError) -> Id {
-        try store(&object, mode: .put, binding: try binding(), in: t)
-    }
-
-    private func store(_ object: inout T, mode: PutMode, binding b: EntityBinding, in t: Transaction) throws(StrataError) -> Id {
-        try PutOperation<T>(store: store, binding: b, transaction: t).run(&object, mode: mode)
-    }
-
-    /// Whether the object with `id` is stored as `t` sees it, or its put is under way in `t`
-    /// (an object of a cycle of new objects, referred to before it is written).
-    func isStoredOrBeingPut(_ id: Id, in t: Transaction) throws(StrataError) -> Bool {
-        let key = ObjectKey(entityId: try binding().entityId, id: id)
-        return t.isBeingPut(key) ? true : try t.objectExists(key)
-    }
-
-    /// Whether removing objects of this entity needs inverse maintenance (it has relations, or
-    /// other entities' relations point at it).
-    private func removalTouchesGraph(_ b: EntityBinding) -> Bool {
-        b.hasRelations || !store.relations(targeting: b.name).isEmpty
-            || store.record(named: b.name)?.properties.contains { !$0.isRemoved && $0.type.isRelation } == true
-    }
-
-    private func removeStored(_ id: Id, binding b: EntityBinding, graph: Bool, in t: Transaction) throws(StrataError) {
-        if graph {
-            try InverseMaintenance.removeObject(entityName: b.name, id: id, in: t)
-        } else {
-            try InverseMaintenance.removeUnrelated(ObjectKey(entityId: b.entityId, id: id), entityName: b.name, indexes: b.indexes, in: t)
         }
     }
 
     /// Removes the object with `id`; returns whether it was stored.
     @discardableResult
     public func remove(_ id: Id) throws(StrataError) -> Bool {
-        let b = try binding()
+        let b = try resolved.get()
         guard id != 0 else { throw .invalidId(entity: b.name) }
-        let graph = removalTouchesGraph(b)
-        return try write { t in
-            guard try t.objectExists(ObjectKey(entityId: b.entityId, id: id)) else { return false }
-            try removeStored(id, binding: b, graph: graph, in: t)
-            return true
-        }
+        return try write { t in try t.remove(CollectionOfOne(id), binding: b) } == 1
     }
 
     /// Removes the stored object with `object`'s id; returns whether it was stored.
@@ -176,30 +136,20 @@ public struct Box<T: Entity>: Sendable {
     /// Removes the objects with these ids in one transaction; returns how many were stored.
     @discardableResult
     public func remove(_ ids: [Id]) throws(StrataError) -> Int {
-        let b = try binding()
+        let b = try resolved.get()
         if ids.contains(0) { throw .invalidId(entity: b.name) }
-        let graph = removalTouchesGraph(b)
-        return try write { t in
-            var n = 0
-            for id in ids where try t.objectExists(ObjectKey(entityId: b.entityId, id: id)) {
-                try removeStored(id, binding: b, graph: graph, in: t)
-                n += 1
-            }
-            return n
-        }
+        return try write { t in try t.remove(ids, binding: b) }
     }
 
     /// Removes every object of this type in one transaction; returns how many there were.
     /// Ids are not reused afterwards.
     @discardableResult
     public func removeAll() throws(StrataError) -> Int {
-        let b = try binding()
-        let graph = removalTouchesGraph(b)
+        let b = try resolved.get()
         return try write { t in
             var ids: [Id] = []
             try t.forEachObject(entityId: b.entityId) { id, _ in ids.append(id); return true }
-            for id in ids { try removeStored(id, binding: b, graph: graph, in: t) }
-            return ids.count
+            return try t.remove(ids, binding: b, listed: true)
         }
     }
 
@@ -253,18 +203,7 @@ public struct Box<T: Entity>: Sendable {
     public func get(_ ids: [Id]) throws(StrataError) -> [T] {
         let b = try binding()
         if ids.contains(0) { throw .invalidId(entity: b.name) }
-        return try read(consistent: true) { t in
-            // Filled in place, not appended to: in unspecialised generic code each append asks
-            // the runtime for `Array<T>`'s metadata, while a typed pointer needs only `T`'s.
-            try [T](unsafeUninitializedCapacity: ids.count) { buffer, count in
-                let base = buffer.baseAddress
-                try t.forEachObject(ids, binding: b) { id, v in
-                    (base! + count).initialize(to: try b.decode(T.self, id: id, from: v, store: store))
-                    count += 1
-                    return true
-                }
-            }
-        }
+        return try read(consistent: true) { t in try t.objects(T.self, ids, binding: b) }
     }
 
     /// The stored objects among `ids`, keyed by id (an id that is not stored has no entry),

@@ -4,11 +4,12 @@ import StrataStorage
 /// index entries and its edges.
 ///
 /// It reads the object's old state once (through the transaction) and encodes the object once.
-/// It runs inside a savepoint (``Store/write(_:)``), so a put that fails part way (a unique
+/// Started by ``Transaction/put(_:mode:binding:)``, for the user's object and for each related
+/// object a relation puts (``RelationVisitor``, ``ToMany``), all in the same transaction.
+/// A public put runs inside a savepoint (``Store/write(in:_:)``), so a put that fails part way (a unique
 /// value taken, a related object missing, an object too large) leaves nothing of itself in the
 /// transaction: not its related objects, nor their ids, nor its relations' saved state.
 struct PutOperation<T: Entity> {
-    let store: Store
     let binding: EntityBinding
     let transaction: Transaction
 
@@ -112,7 +113,7 @@ struct PutOperation<T: Entity> {
     }
 
     private func visitRelations(of object: inout T, phase: RelationVisitor.Phase, id: Id) throws(StrataError) {
-        var visitor = RelationVisitor(phase: phase, store: store, transaction: transaction, binding: binding, ownerId: id)
+        var visitor = RelationVisitor(phase: phase, store: transaction.store, transaction: transaction, binding: binding, ownerId: id)
         do { try object._strataVisitRelations(&visitor) } catch { throw StrataError(error) }
     }
 }

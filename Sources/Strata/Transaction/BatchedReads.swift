@@ -13,6 +13,29 @@ extension Transaction {
     /// overlap their lookups, few enough that a caller that stops early wastes little.
     private static var batchReadChunk: Int { 64 }
 
+    /// The objects of `T` with `ids` that are stored, decoded, in the order of `ids`.
+    func objects<T: Entity>(_ type: T.Type, _ ids: [Id], binding b: EntityBinding) throws -> [T] {
+        let store = self.store
+        // Filled in place, not appended to: in unspecialised generic code each append asks
+        // the runtime for `Array<T>`'s metadata, while a typed pointer needs only `T`'s.
+        return try [T](unsafeUninitializedCapacity: ids.count) { buffer, count in
+            let base = buffer.baseAddress
+            try forEachObject(ids, binding: b) { id, v in
+                (base! + count).initialize(to: try b.decode(T.self, id: id, from: v, store: store))
+                count += 1
+                return true
+            }
+        }
+    }
+
+    /// The object of `T` with `id` as the transaction sees it, decoded; nil when not stored.
+    func object<T: Entity>(_ type: T.Type, _ id: Id, binding b: EntityBinding) throws -> T? {
+        var found: T?
+        let store = self.store
+        try withObject(ObjectKey(entityId: b.entityId, id: id)) { v in found = try b.decode(T.self, id: id, from: v, store: store) }
+        return found
+    }
+
     /// Calls `body` with the stored bytes of each of `ids` that is stored, in the order of
     /// `ids`, until `body` returns false. A write transaction's reads are looked up one by one,
     /// since its own changes come first.

@@ -45,7 +45,6 @@ extension Store {
     /// this thread (and checked that the store is open).
     private func startWriteTransaction<R>(_ body: (Transaction) throws -> R) throws -> R {
         guard !isReadOnly else { throw StrataError.readOnly }
-        guard engine.isOpen else { throw StrataError.storeClosed }
         writeLock.lock()
         let transaction = Transaction(store: self, kind: .write, snapshot: nil)
         TransactionContext.push(transaction)
@@ -126,12 +125,14 @@ extension Store {
 
     /// Runs `body` in the current write transaction, as a savepoint (an operation that fails
     /// leaves nothing of itself behind), or in a new transaction. `pinned`, a bound box's
-    /// transaction (``StoreTransaction/box(for:)``), is the current one without a lookup.
+    /// transaction (``StoreTransaction/box(for:)``), is the current one without a lookup. The
+    /// one place a write checks that the store is open: `body` gets the transaction and
+    /// writes into it (``Transaction/put(_:mode:binding:)``), never coming back here.
     func write<R>(in pinned: PinnedTransaction? = nil, _ body: (Transaction) throws -> R) throws(StrataError) -> R {
         do {
+            try checkOpen()
             if let t = try pinned?.running() ?? TransactionContext.current(for: self) { return try Self.join(t, body) }
             // None runs on this thread: start one without looking again.
-            try checkOpen()
             return try startWriteTransaction(body)
         } catch {
             throw StrataError(error)

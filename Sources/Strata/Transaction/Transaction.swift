@@ -8,8 +8,9 @@ import Darwin
 
 /// One transaction of a store, and the one type that reads and writes the object layer: every
 /// read (point, batched, ordered; objects, edges, index entries, counts) is a method of the
-/// transaction it runs in (`TransactionReads.swift`), every write goes into its overlay
-/// (`PutOperation`, `IndexMaintenance.swift`, `EdgeReads.swift`).
+/// transaction it runs in (`TransactionReads.swift`), every write is one too
+/// (`TransactionWrites.swift`: the put and the removal) and goes into its overlay
+/// (`PutOperation`, `IndexMaintenance.swift`, ``EdgeMaintenance``).
 ///
 /// Three kinds. A read transaction pins a snapshot. A write transaction holds the store's write
 /// lock and keeps everything it writes in one ``WriteOverlay``; reads inside it go through the
@@ -207,7 +208,8 @@ final class Transaction {
         overlay.encode(into: &batch, objects: objects, edges: edges, indexes: indexSpace)
         // Writers are serialised, so the latest count plus this transaction's delta is exact.
         for (entityId, delta) in overlay.countDeltas.entries where delta != 0 {
-            let now = Int64(try store.latest.storedCount(entityId: entityId)) + delta
+            // A write transaction reads the latest committed state: its own read of the count.
+            let now = Int64(try storedCount(entityId: entityId)) + delta
             guard now >= 0 else { throw StrataError.corruptCatalog(reason: "object count of entity \(entityId) would be \(now)") }
             batch.put(MetaKey.count.key(entity: entityId), withUnsafeBytes(of: UInt64(now).littleEndian) { Array($0) }, in: meta)
         }

@@ -230,6 +230,21 @@ extension Transaction {
         }
     }
 
+    /// Visits, in key order, the entries of `space` in `lower..<upper` (nil: no bound) as the transaction sees
+    /// them (its own writes over the committed state), until `body` returns false.
+    func forEachEntry(in space: WriteOverlay.Space, from lower: [UInt8], to upper: [UInt8]?,
+                      _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
+        let keySpace: KeySpace?
+        switch space {
+        case .objects: keySpace = objects
+        case .edges: keySpace = edges
+        case .indexes: keySpace = indexSpace
+        }
+        guard let keySpace else { return }
+        let it = try engine.makeIterator(in: keySpace, lowerBound: lower, upperBound: upper, snapshot: snapshot)
+        try Self.merge(overlay?.space(space), over: it, lower: lower, upper: upper, body)
+    }
+
     /// An iterator over a whole key space as the transaction sees it.
     func makeIterator(_ space: WriteOverlay.Space) throws -> TransactionIterator? {
         let keySpace: KeySpace?
