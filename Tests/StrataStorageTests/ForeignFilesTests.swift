@@ -119,13 +119,13 @@ import Testing
     }
 
     @Test func fileNamesParseOnlyInCanonicalForm() {
-        #expect(Recovery.parseFileName("000042.wal") == .wal(42))
-        #expect(Recovery.parseFileName("1234567.seg") == .segment(1_234_567))
-        #expect(Recovery.parseFileName("MANIFEST-000003") == .manifest(3))
-        #expect(Recovery.parseFileName("CURRENT.tmp") == .temp)
+        #expect(StoreFile.parse("000042.wal") == .wal(42))
+        #expect(StoreFile.parse("1234567.seg") == .segment(1_234_567))
+        #expect(StoreFile.parse("MANIFEST-000003") == .manifest(3))
+        #expect(StoreFile.parse("CURRENT.tmp") == .temp)
         for name in ["42.wal", "0000042.wal", "+00042.wal", "-00042.wal", "18446744073709551615.wal", "00004a.seg",
                      "notes.tmp", "MANIFEST-", "000042.seg.tmp", ".wal"] {
-            #expect(Recovery.parseFileName(name) == nil, "\(name)")
+            #expect(StoreFile.parse(name) == nil, "\(name)")
         }
     }
 }

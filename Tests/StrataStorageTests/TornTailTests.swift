@@ -85,7 +85,7 @@ import StrataTesting
             e.close()
             let wal = try #require(try fs.listDirectory(Self.dir).filter { $0.hasSuffix(".wal") }.sorted().last)
             let number = try #require(UInt64(wal.dropLast(4)))
-            let first = Self.dir + "/" + wal, second = Self.dir + "/" + Recovery.walName(number + 1)
+            let first = Self.dir + "/" + wal, second = Self.dir + "/" + StoreFile.walName(number + 1)
             try Self.writeLog(fs, first, sequences: 1..<7, markFirst: false)
             try Self.writeLog(fs, second, sequences: 7..<10, markFirst: laterWasSynced)
             var bytes = fs.contents(of: first)!
@@ -158,7 +158,7 @@ import StrataTesting
             e.close()
             let wal = try #require(try fs.listDirectory(Self.dir).filter { $0.hasSuffix(".wal") }.sorted().last)
             let number = try #require(UInt64(wal.dropLast(4)))
-            let first = Self.dir + "/" + wal, second = Self.dir + "/" + Recovery.walName(number + 1)
+            let first = Self.dir + "/" + wal, second = Self.dir + "/" + StoreFile.walName(number + 1)
             try Self.writeLog(fs, first, sequences: 1..<4, markFirst: false, endOfLog: endOfLog)
             try Self.writeLog(fs, second, sequences: 4..<6, markFirst: markedLater)
             #expect(try Engine.verify(directory: Self.dir, fileSystem: fs).isClean)

@@ -186,12 +186,12 @@ extension Engine {
             guard UInt64(bytes.count) == meta.fileSize else {
                 throw StorageError.corruption(file: name, offset: 0, reason: "archived segment of \(bytes.count) bytes, the state says \(meta.fileSize)")
             }
-            try writeSynced(bytes[...], to: joinPath(path, Recovery.segmentName(meta.fileNumber)), fileSystem: fileSystem)
+            try writeSynced(bytes[...], to: joinPath(path, StoreFile.segmentName(meta.fileNumber)), fileSystem: fileSystem)
         }
         var logBytes: UInt64 = 0
         if kept.isEmpty { kept = [(state.logNumber, [])] }
         for log in kept {
-            try writeSynced(log.bytes, to: joinPath(path, Recovery.walName(log.number)), fileSystem: fileSystem)
+            try writeSynced(log.bytes, to: joinPath(path, StoreFile.walName(log.number)), fileSystem: fileSystem)
             logBytes += UInt64(log.bytes.count)
             highest = max(highest, log.number + 1)
         }
@@ -286,15 +286,14 @@ extension ArchivedGeneration {
             let outcome = try reader.forEachRecord { record in
                 if record.isEndOfLog {
                     endsWithEndOfLog = true
-                } else if record.payload.count >= 12, craftedAt == nil {
-                    let first = loadFixed64(record.payload, 0), count = UInt64(loadFixed32(record.payload, 8))
-                    // Numbers from the archive, checked before any arithmetic: a record whose
-                    // sequences run past the limit is damage, not a trap.
-                    guard first <= StorageLimits.maxSequence, count <= StorageLimits.maxSequence - first + 1 else {
+                } else if craftedAt == nil {
+                    // Numbers from the archive, checked before any arithmetic (``WALRecord``): a
+                    // record too short or whose sequences run past the limit is damage, not a trap.
+                    guard let batch = try? WALRecord(parsing: record.payload, path: "", offset: record.offset) else {
                         craftedAt = record.offset
                         return
                     }
-                    if count > 0 { records.append((record.end, first + count - 1)) }
+                    if let last = batch.lastSequence { records.append((record.end, last)) }
                     endsWithEndOfLog = false
                 }
             }

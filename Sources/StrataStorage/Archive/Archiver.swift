@@ -240,7 +240,7 @@ final class Archiver: @unchecked Sendable {
         for (version, archived) in states {
             try withExtendedLifetime(version) {
                 for meta in archived.segments where !shippedSegments.contains(meta.fileNumber) {
-                    let path = joinPath(directory, Recovery.segmentName(meta.fileNumber))
+                    let path = joinPath(directory, StoreFile.segmentName(meta.fileNumber))
                     let bytes = try readFile(path, from: 0, to: meta.fileSize)
                     try put(ArchiveObject.segment(number: meta.fileNumber).name, bytes)
                     shippedSegments.insert(meta.fileNumber)
@@ -262,7 +262,7 @@ final class Archiver: @unchecked Sendable {
         for (wal, log) in snapshot.sorted(by: { $0.key < $1.key }) {
             let from = shippedOffsets[wal] ?? 0
             if log.end > from {
-                let bytes = try readFile(joinPath(directory, Recovery.walName(wal)), from: from, to: log.end)
+                let bytes = try readFile(joinPath(directory, StoreFile.walName(wal)), from: from, to: log.end)
                 let piece = ArchivedLogPiece(generation: generation, wal: wal, offset: from, times: log.times, bytes: bytes)
                 try put(piece.objectName, piece.encode())
                 shippedOffsets[wal] = log.end

@@ -63,14 +63,14 @@ struct BackupWriter {
         var transfers: [Transfer] = []
         var metas: [SegmentMeta] = []
         for n in source.wals {
-            let path = joinPath(source.directory, Recovery.walName(n))
+            let path = joinPath(source.directory, StoreFile.walName(n))
             let size = try fileSystem.openReadable(path).closing { $0.size }
-            transfers.append(Transfer(sourcePath: path, destinationPath: joinPath(destination, Recovery.walName(next)),
+            transfers.append(Transfer(sourcePath: path, destinationPath: joinPath(destination, StoreFile.walName(next)),
                                       bytes: size, linkable: false))
             next += 1
         }
         for meta in source.segments.sorted(by: { $0.fileNumber < $1.fileNumber }) {
-            let sourcePath = joinPath(source.directory, Recovery.segmentName(meta.fileNumber))
+            let sourcePath = joinPath(source.directory, StoreFile.segmentName(meta.fileNumber))
             var out = meta
             if let old = prior.segments[meta.fileNumber] {
                 if try isSameSegment(meta, old, sourcePath: sourcePath) {
@@ -85,7 +85,7 @@ struct BackupWriter {
                 next += 1
             }
             metas.append(out)
-            transfers.append(Transfer(sourcePath: sourcePath, destinationPath: joinPath(destination, Recovery.segmentName(out.fileNumber)),
+            transfers.append(Transfer(sourcePath: sourcePath, destinationPath: joinPath(destination, StoreFile.segmentName(out.fileNumber)),
                                       bytes: meta.fileSize, linkable: true))
         }
         guard next <= FormatConstants.maxFileNumber else {
@@ -104,7 +104,7 @@ struct BackupWriter {
             if source.wals.isEmpty {
                 // Recovery wants the WAL the log number names to exist (a missing one means
                 // lost manifest records, §8): an empty one.
-                let path = joinPath(destination, Recovery.walName(logNumber))
+                let path = joinPath(destination, StoreFile.walName(logNumber))
                 written.append(path)
                 let wal = try fileSystem.openWritable(path, truncate: true)
                 do { try wal.sync() } catch { try? wal.close(); throw error }
@@ -122,7 +122,7 @@ struct BackupWriter {
             let manifest = try VersionSet.writeManifest(edit, number: manifestNumber, fileSystem: fileSystem, directory: destination)
             try manifest.close()
             manifestWritten = true
-            let manifestPath = joinPath(destination, VersionSet.manifestName(manifestNumber))
+            let manifestPath = joinPath(destination, StoreFile.manifestName(manifestNumber))
             let checksum = try BackupMarker.checksum(ofFile: manifestPath, fileSystem: fileSystem)
             // The marker names both manifests before CURRENT moves: a crash in between leaves
             // CURRENT on the previous one, which the marker still vouches for.
@@ -131,7 +131,7 @@ struct BackupWriter {
             try VersionSet.replaceCurrent(manifestNumber: manifestNumber, fileSystem: fileSystem, directory: destination)
         } catch {
             for path in written { try? fileSystem.removeFile(path) }
-            if manifestWritten { try? fileSystem.removeFile(joinPath(destination, VersionSet.manifestName(manifestNumber))) }
+            if manifestWritten { try? fileSystem.removeFile(joinPath(destination, StoreFile.manifestName(manifestNumber))) }
             throw error
         }
         // The backup is complete from here (CURRENT names it): what follows only tidies up.
@@ -148,7 +148,7 @@ struct BackupWriter {
         let names = try fileSystem.listDirectory(destination)
         var prior = Prior()
         for name in names {
-            switch Recovery.parseFileName(name) {
+            switch StoreFile.parse(name) {
             case let .wal(n)?, let .segment(n)?, let .manifest(n)?: prior.highestNumber = max(prior.highestNumber, n)
             default: break
             }
@@ -168,9 +168,9 @@ struct BackupWriter {
         guard names.contains(FormatConstants.currentFileName) else { return prior }
         let currentPath = joinPath(destination, FormatConstants.currentFileName)
         let number = try VersionSet.parseCurrent(try fileSystem.readWholeFile(currentPath, limit: FormatConstants.smallFileMaxBytes), path: currentPath)
-        let manifestPath = joinPath(destination, VersionSet.manifestName(number))
+        let manifestPath = joinPath(destination, StoreFile.manifestName(number))
         guard fileSystem.fileExists(manifestPath) else {
-            throw StorageError.destinationInUse(path: destination, reason: "CURRENT names \(VersionSet.manifestName(number)), which is missing")
+            throw StorageError.destinationInUse(path: destination, reason: "CURRENT names \(StoreFile.manifestName(number)), which is missing")
         }
         let found = BackupMarker.Manifest(number: number, checksum: try BackupMarker.checksum(ofFile: manifestPath, fileSystem: fileSystem))
         guard found == marker.current || found == marker.previous else {
@@ -190,7 +190,7 @@ struct BackupWriter {
     /// footer and the blocks before it, checksums included), and whole on disk.
     private func isSameSegment(_ meta: SegmentMeta, _ old: SegmentMeta, sourcePath: String) throws -> Bool {
         guard meta.withLevel(0) == old.withLevel(0) else { return false }
-        let destinationPath = joinPath(destination, Recovery.segmentName(old.fileNumber))
+        let destinationPath = joinPath(destination, StoreFile.segmentName(old.fileNumber))
         guard fileSystem.fileExists(destinationPath) else { return false }
         let tail = Int(min(meta.fileSize, 4096))
         func lastBytes(_ path: String) throws -> [UInt8]? {
@@ -283,7 +283,7 @@ struct BackupWriter {
         guard let names = try? fileSystem.listDirectory(destination) else { return }
         for name in names {
             let obsolete: Bool
-            switch Recovery.parseFileName(name) {
+            switch StoreFile.parse(name) {
             case let .wal(n)?: obsolete = n < logNumber
             case let .segment(n)?: obsolete = !segments.contains(n)
             case let .manifest(n)?: obsolete = n != manifestNumber

@@ -124,7 +124,7 @@ struct Compactor {
                 if !drop {
                     if writer == nil {
                         writerNumber = newFileNumber()
-                        let path = joinPath(directory, Recovery.segmentName(writerNumber))
+                        let path = joinPath(directory, StoreFile.segmentName(writerNumber))
                         written.append(path)
                         writer = SegmentWriter(file: try fileSystem.openWritable(path, truncate: true), path: path,
                                                keySpaceId: job.keySpaceId, layout: layout)

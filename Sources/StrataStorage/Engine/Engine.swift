@@ -377,7 +377,7 @@ public final class Engine: @unchecked Sendable {
         guard let names = try? fileSystem.listDirectory(directory) else { return 0 }
         var total: UInt64 = 0
         for name in names {
-            guard case let .wal(n)? = Recovery.parseFileName(name), n >= logNumber,
+            guard case let .wal(n)? = StoreFile.parse(name), n >= logNumber,
                   let file = try? fileSystem.openReadable(joinPath(directory, name)) else { continue }
             total += file.size
             file.close()

@@ -41,7 +41,7 @@ extension Engine {
         }
         var wals: [(number: UInt64, size: UInt64)] = []
         for name in try fileSystem.listDirectory(directory) {
-            guard case let .wal(n)? = Recovery.parseFileName(name), n >= logNumber, n != active else { continue }
+            guard case let .wal(n)? = StoreFile.parse(name), n >= logNumber, n != active else { continue }
             // A replayed log still open (its last writes not synced) ends at its writer's size;
             // a closed one at the file's.
             let size = try retired[n] ?? fileSystem.openReadable(joinPath(directory, name)).closing { $0.size }

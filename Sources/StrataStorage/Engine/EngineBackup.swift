@@ -39,7 +39,7 @@ extension Engine {
         if options.readOnly {
             return try manifestLock.withLock {
                 let wals = try fileSystem.listDirectory(directory).compactMap { name -> UInt64? in
-                    if case let .wal(n)? = Recovery.parseFileName(name), n >= versions.logNumber { return n }
+                    if case let .wal(n)? = StoreFile.parse(name), n >= versions.logNumber { return n }
                     return nil
                 }.sorted()
                 return (BackupSource(directory: directory, formatVersion: versions.formatVersion, keySpaces: versions.keySpaces,

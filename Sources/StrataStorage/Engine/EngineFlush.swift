@@ -57,7 +57,7 @@ extension Engine {
             var maxSeq: UInt64 = 0
             for (id, mem) in frozen.sorted(by: { $0.key < $1.key }) where !mem.isEmpty {
                 let number = manifestLock.withLock { versions.newFileNumber() }
-                let path = joinPath(directory, Recovery.segmentName(number))
+                let path = joinPath(directory, StoreFile.segmentName(number))
                 written.append(path)
                 let meta = try writeSegment(from: mem, keySpaceId: id, fileNumber: number, path: path)
                 edit.addedSegments.append(meta)
@@ -133,7 +133,7 @@ extension Engine {
     func removeObsoleteWals(before logNumber: UInt64) {
         guard let names = try? fileSystem.listDirectory(directory) else { return }
         for name in names {
-            if case let .wal(n)? = Recovery.parseFileName(name), n < logNumber {
+            if case let .wal(n)? = StoreFile.parse(name), n < logNumber {
                 try? fileSystem.removeFile(joinPath(directory, name))
             }
         }

@@ -299,7 +299,7 @@ extension Engine {
     /// RELIABILITY.md §2). REQUIRES: `commitLock` held.
     private func startNewWal() throws {
         let number = manifestLock.withLock { versions.newFileNumber() }
-        let path = joinPath(directory, Recovery.walName(number))
+        let path = joinPath(directory, StoreFile.walName(number))
         let file = try fileSystem.openLog(path)
         // What the old log would have said in its next record holds for the new one's first:
         // no data record was logged since every earlier one became durable.

@@ -22,44 +22,6 @@ enum Recovery {
         var segmentsSequence: UInt64 = 0
     }
 
-    /// What a file name in the store directory is.
-    enum FileKind: Equatable {
-        case wal(UInt64), segment(UInt64), manifest(UInt64), current, lock, temp
-    }
-
-    /// What a name in the store directory is, when it is exactly a name the engine gives: a
-    /// number written the way the engine writes it (decimal digits, zero-padded to six, no
-    /// sign) and within ``FormatConstants/maxFileNumber``, so that arithmetic on it cannot
-    /// overflow; temp files are CURRENT's and STATS's. Anything else (another program's file,
-    /// `18446744073709551615.wal`, `+12.seg`) is not the store's: never read, never removed.
-    static func parseFileName(_ name: String) -> FileKind? {
-        if name == FormatConstants.currentFileName { return .current }
-        if name == FormatConstants.lockFileName { return .lock }
-        if name == FormatConstants.currentFileName + FormatConstants.tempSuffix
-            || name == FormatConstants.statsFileName + FormatConstants.tempSuffix { return .temp }
-        if name.hasPrefix(FormatConstants.manifestPrefix) {
-            return fileNumber(name.dropFirst(FormatConstants.manifestPrefix.count)).map { .manifest($0) }
-        }
-        if name.hasSuffix(FormatConstants.walSuffix) {
-            return fileNumber(name.dropLast(FormatConstants.walSuffix.count)).map { .wal($0) }
-        }
-        if name.hasSuffix(FormatConstants.segmentSuffix) {
-            return fileNumber(name.dropLast(FormatConstants.segmentSuffix.count)).map { .segment($0) }
-        }
-        return nil
-    }
-
-    /// The number of a file name's numeric part, if it is in the engine's canonical form.
-    private static func fileNumber(_ digits: Substring) -> UInt64? {
-        guard digits.count >= 6, digits.count <= 20, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
-              let n = UInt64(digits), n <= FormatConstants.maxFileNumber,
-              String(n).leftPadded(to: 6) == digits else { return nil }
-        return n
-    }
-
-    static func walName(_ n: UInt64) -> String { String(n).leftPadded(to: 6) + FormatConstants.walSuffix }
-    static func segmentName(_ n: UInt64) -> String { String(n).leftPadded(to: 6) + FormatConstants.segmentSuffix }
-
     static func run(directory: String, options: EngineOptions, stats: StatisticsCounters, cache: BlockCache) throws -> Result {
         let fs = options.fileSystem
         if !fs.directoryExists(directory) {
@@ -74,7 +36,7 @@ enum Recovery {
         // anything else belongs to someone else, and nothing in it is touched, not even by a
         // LOCK file.
         if !fs.fileExists(joinPath(directory, FormatConstants.currentFileName)),
-           try fs.listDirectory(directory).contains(where: { parseFileName($0) == nil }) {
+           try fs.listDirectory(directory).contains(where: { StoreFile.parse($0) == nil }) {
             throw StorageError.notAStore(path: directory)
         }
         let lock = try fs.lockFile(joinPath(directory, FormatConstants.lockFileName), shared: options.readOnly)
@@ -90,7 +52,7 @@ enum Recovery {
                                       cache: BlockCache, lock: any FileLock) throws -> Result {
         let fs = options.fileSystem
         let opener = SegmentOpener(open: { meta in
-            let path = joinPath(directory, segmentName(meta.fileNumber))
+            let path = joinPath(directory, StoreFile.segmentName(meta.fileNumber))
             let reader = try SegmentReader.open(fileSystem: fs, path: path, fileNumber: meta.fileNumber, cache: cache, stats: stats)
             // Size, key space and key range together: a segment file swapped for another one
             // (a restored backup, a copy gone wrong) is refused instead of answering for it.
@@ -101,18 +63,18 @@ enum Recovery {
             }
             return reader
         }, remove: { meta in
-            try? fs.removeFile(joinPath(directory, segmentName(meta.fileNumber)))
+            try? fs.removeFile(joinPath(directory, StoreFile.segmentName(meta.fileNumber)))
         })
         var names = try fs.listDirectory(directory)
         // Modes an older build gave the store's files, tightened from the same listing.
         if !options.readOnly {
-            fs.restrictPermissions(ofStoreDirectory: directory, files: names.filter { parseFileName($0) != nil })
+            fs.restrictPermissions(ofStoreDirectory: directory, files: names.filter { StoreFile.parse($0) != nil })
         }
         let isNew = !fs.fileExists(joinPath(directory, FormatConstants.currentFileName))
         let versions: VersionSet
         if isNew {
             guard options.createIfMissing else { throw StorageError.notAStore(path: directory) }
-            let kinds = names.compactMap(parseFileName)
+            let kinds = names.compactMap(StoreFile.parse)
             if kinds.contains(where: { if case .manifest = $0 { return true } else { return false } }) {
                 // A creation cut short before CURRENT was written leaves a manifest and no WAL or
                 // segment (the first WAL is made after CURRENT): nothing was ever acknowledged,
@@ -123,7 +85,7 @@ enum Recovery {
                                                   reason: "CURRENT is missing but manifests exist")
                 }
                 for name in names {
-                    switch parseFileName(name) {
+                    switch StoreFile.parse(name) {
                     case .manifest?, .temp?: try fs.removeFile(joinPath(directory, name))
                     default: break
                     }
@@ -138,23 +100,23 @@ enum Recovery {
         // The segments open on first use (``LiveSegment``); that their files are there is
         // known from the listing, with no call per segment.
         let listed = Set(names)
-        for segment in versions.current.allSegments where !listed.contains(segmentName(segment.meta.fileNumber)) {
-            throw StorageError.corruption(file: joinPath(directory, segmentName(segment.meta.fileNumber)), offset: 0,
+        for segment in versions.current.allSegments where !listed.contains(StoreFile.segmentName(segment.meta.fileNumber)) {
+            throw StorageError.corruption(file: joinPath(directory, StoreFile.segmentName(segment.meta.fileNumber)), offset: 0,
                                           reason: "live segment file is missing")
         }
 
         // The WAL the manifest's log number names is deleted only after a later edit raises the
         // log number. Missing, it means that later edits were lost (a damaged or truncated
         // manifest read as a torn tail): refuse instead of opening an older state.
-        if !isNew, versions.logNumber > 0, !fs.fileExists(joinPath(directory, walName(versions.logNumber))) {
-            throw StorageError.corruption(file: joinPath(directory, VersionSet.manifestName(versions.manifestNumber)), offset: 0,
-                                          reason: "the log number names \(walName(versions.logNumber)), which does not exist: later manifest records are lost")
+        if !isNew, versions.logNumber > 0, !fs.fileExists(joinPath(directory, StoreFile.walName(versions.logNumber))) {
+            throw StorageError.corruption(file: joinPath(directory, StoreFile.manifestName(versions.manifestNumber)), offset: 0,
+                                          reason: "the log number names \(StoreFile.walName(versions.logNumber)), which does not exist: later manifest records are lost")
         }
 
         // Never reuse a number that a file on disk already has.
         var wals: [UInt64] = []
         for name in names {
-            switch parseFileName(name) {
+            switch StoreFile.parse(name) {
             case let .wal(n)?: versions.markFileNumberUsed(n); if n >= versions.logNumber { wals.append(n) }
             case let .segment(n)?, let .manifest(n)?: versions.markFileNumberUsed(n)
             default: break
@@ -168,46 +130,32 @@ enum Recovery {
         let loaders = memtables.mapValues(MemtableLoader.init)
         var lastSequence = versions.lastSequence
         let segmentsSequence = lastSequence
+        // Which logs are replayed, and where the history they hold ends (``WALReplay``).
+        let decisions = try WALReplay.decide(logs: wals, after: lastSequence, scan: { n, start in
+            try replay(wal: joinPath(directory, StoreFile.walName(n)), fs: fs, into: loaders, after: start)
+        }, hasDurableMark: { n, start in
+            try logHasDurableMark(joinPath(directory, StoreFile.walName(n)), fs: fs, after: start)
+        })
         // WALs that hold no record: every open makes a new WAL, and while the replayed data
         // stays in the memtables the log number cannot move past the older ones, so opens
         // without writes would pile up empty logs (each read again by every later open).
         var emptyWals: [UInt64] = []
-        // The first torn log: where the history recovery can vouch for ends (SPEC.md §5.2, §8).
+        // The log where the history recovery can vouch for ends (SPEC.md §5.2, §8).
         var torn: (number: UInt64, validEnd: Int)?
         var replayed: [(number: UInt64, validEnd: Int, endsWithEndOfLog: Bool)] = []
         var discarded: [UInt64] = []
-        for n in wals {
-            let path = joinPath(directory, walName(n))
-            if let torn {
-                // Replaying a later log after a torn one would leave a hole in the history. Its
-                // records were never durable, or the torn log was synced whole before them and
-                // its damage is not a torn tail at all: a durable mark tells which.
-                if try logHasDurableMark(path, fs: fs, after: lastSequence) {
-                    throw StorageError.corruption(
-                        file: joinPath(directory, walName(torn.number)), offset: UInt64(torn.validEnd),
-                        reason: "damaged log record, and the later log \(walName(n)) says this one was synced")
-                }
-                discarded.append(n)
-                continue
-            }
-            let outcome = try replay(wal: path, fs: fs, into: loaders, after: lastSequence)
-            lastSequence = outcome.lastSequence
-            replayed.append((n, outcome.validEnd, outcome.sawEndOfLog))
-            if outcome.isEmpty { emptyWals.append(n) }
-            if outcome.tornAt >= 0 {
-                torn = (n, outcome.tornAt)
-            } else if !outcome.sawEndOfLog, n != wals.last {
-                // The log ends without saying so, and a later one exists: a power cut may have
-                // dropped its unsynced tail at a record boundary. Unless a later log's durable
-                // mark vouches for it, what follows is after a possible hole.
-                var vouched = false
-                for later in wals where later > n {
-                    if try logHasDurableMark(joinPath(directory, walName(later)), fs: fs, after: lastSequence) {
-                        vouched = true
-                        break
-                    }
-                }
-                if !vouched { torn = (n, outcome.validEnd) }
+        for d in decisions {
+            switch d.verdict {
+            case let .corrupt(offset, later):
+                throw WALReplay.corruption(directory: directory, log: d.number, offset: offset, vouchedBy: later)
+            case .discard:
+                discarded.append(d.number)
+            case let .replay(endsHistory):
+                let scan = d.scan!
+                lastSequence = max(lastSequence, scan.lastSequence)
+                replayed.append((d.number, scan.validEnd, scan.sawEndOfLog))
+                if scan.isEmpty { emptyWals.append(d.number) }
+                if endsHistory { torn = (d.number, scan.validEnd) }
             }
         }
         finishLoading(Array(loaders.values))
@@ -229,7 +177,7 @@ enum Recovery {
         if !appending { try versions.writeSnapshotManifest() }
 
         let walNumber = versions.newFileNumber()
-        let walPath = joinPath(directory, walName(walNumber))
+        let walPath = joinPath(directory, StoreFile.walName(walNumber))
         let wal = LogWriter(file: try fs.openLog(walPath), path: walPath)
         // The new WAL's directory entry must be durable before any manifest record names it and
         // before any durable write to it. A record naming it is logged now only when no older
@@ -247,7 +195,7 @@ enum Recovery {
         // The one the log number names stays: an open checks that it exists.
         var removed = Set<UInt64>()
         for n in emptyWals where n != versions.logNumber && n != walNumber {
-            try? fs.removeFile(joinPath(directory, walName(n)))
+            try? fs.removeFile(joinPath(directory, StoreFile.walName(n)))
             removed.insert(n)
         }
         // The replayed logs that still matter (not cut back and synced as torn, not removed as
@@ -290,7 +238,7 @@ enum Recovery {
     static func settleReplayedLogs(directory: String, fs: any FileSystem,
                                    torn: (number: UInt64, validEnd: Int)?, discarded: [UInt64]) throws {
         if !discarded.isEmpty {
-            for n in discarded { try fs.removeFile(joinPath(directory, walName(n))) }
+            for n in discarded { try fs.removeFile(joinPath(directory, StoreFile.walName(n))) }
             try fs.syncDirectory(directory)
         }
         guard let torn else { return }
@@ -311,7 +259,7 @@ enum Recovery {
     /// record is one. Not synced.
     private static func endReplayedLog(_ number: UInt64, validEnd: Int, endsWithEndOfLog: Bool, directory: String,
                                        fs: any FileSystem) throws -> LogWriter {
-        let path = joinPath(directory, walName(number))
+        let path = joinPath(directory, StoreFile.walName(number))
         let log = LogWriter(file: try fs.openWritable(path, truncate: false), path: path)
         do {
             if log.size != UInt64(validEnd) { try log.file.truncate(to: UInt64(validEnd)) }
@@ -323,10 +271,6 @@ enum Recovery {
         return log
     }
 
-    /// Records of a WAL longer than this are not records (the batch limit, its sequence number
-    /// and a durable mark, with room to spare): the bound of a log reader's memory.
-    static let maxWalRecordBytes = StorageLimits.maxBatchBytes + 1024
-
     /// Whether any valid record of a log carries a durable mark.
     static func logHasDurableMark(_ path: String, fs: any FileSystem, after start: UInt64) throws -> Bool {
         let file = try fs.openReadable(path)
@@ -335,26 +279,13 @@ enum Recovery {
     }
 
     /// A reader of a WAL whose records follow sequence `start`. A record found after damage
-    /// only counts as "valid" if it also looks like a batch that follows on: that keeps random
-    /// garbage in a torn tail from passing as a record.
-    private static func walReader(_ file: any ReadableFile, path: String, after start: UInt64) -> LogReader {
-        LogReader(file: file, path: path, allowsMarks: true, maxRecordBytes: maxWalRecordBytes,
-                  windowBytes: replayWindowBytes) { head, count in
-            walRecordIsPlausible(payloadHead: head, payloadCount: count, after: start)
+    /// only counts as "valid" if it also looks like a batch that follows on
+    /// (``WALRecord/isPlausible(payloadHead:payloadCount:after:)``): that keeps random garbage
+    /// in a torn tail from passing as a record.
+    static func walReader(_ file: any ReadableFile, path: String, after start: UInt64, windowBytes: Int = replayWindowBytes) -> LogReader {
+        LogReader(file: file, path: path, allowsMarks: true, maxRecordBytes: WALRecord.maxBytes, windowBytes: windowBytes) { head, count in
+            WALRecord.isPlausible(payloadHead: head, payloadCount: count, after: start)
         }
-    }
-
-    /// Whether a WAL record found after damage looks like a batch that follows sequence
-    /// `start` (SPEC.md §5.2): an end-of-log record, or a batch (sequence u64, operation count
-    /// u32, operations of at least 3 bytes each, the first starting with its kind) whose
-    /// sequence is past `start`. Random bytes pass about once in a million offsets; the
-    /// checksum decides the rest.
-    static func walRecordIsPlausible(payloadHead head: UnsafeRawBufferPointer, payloadCount: Int, after start: UInt64) -> Bool {
-        if payloadCount == 0 { return true }
-        guard payloadCount >= 12, head.count >= 12, loadFixed64(head, 0) > start else { return false }
-        let operations = Int(loadFixed32(head, 8))
-        guard operations <= (payloadCount - 12) / 3 else { return false }
-        return operations == 0 || (head.count > 12 && EntryKind(rawValue: head[12]) != nil)
     }
 
     /// One operation of a WAL being replayed: where its key and value lie in the reader's window.
@@ -389,20 +320,6 @@ enum Recovery {
         init(keySpaces: Int) { operations = Array(repeating: [], count: keySpaces) }
     }
 
-    /// What replaying one WAL found.
-    struct ReplayOutcome {
-        /// The highest sequence number seen (the start when none was).
-        var lastSequence: UInt64
-        /// No record, nothing torn, only zeros if anything.
-        var isEmpty: Bool
-        /// Where a torn tail starts, or -1.
-        var tornAt: Int
-        /// Where the valid records end.
-        var validEnd: Int
-        /// Whether the log ends with an end-of-log record.
-        var sawEndOfLog: Bool
-    }
-
     /// Replays one WAL into the memtables' loaders.
     ///
     /// The log is read through a window of bounded size (``LogReader``), so replay's memory is
@@ -413,7 +330,7 @@ enum Recovery {
     /// once every log is read. A malformed record fails the open before anything after it is
     /// written; what was written before goes with the failed open.
     static func replay(wal path: String, fs: any FileSystem, into loaders: [UInt32: MemtableLoader],
-                       after start: UInt64) throws -> ReplayOutcome {
+                       after start: UInt64) throws -> WALScan {
         var last = start
         let file = try fs.openReadable(path)
         defer { file.close() }
@@ -439,40 +356,24 @@ enum Recovery {
         let outcome = try reader.forEachRecord { record in
             if record.isEndOfLog { return }
             records += 1
-            let payload = record.payload
             let offset = record.offset
-            guard payload.count >= 12 else {
-                throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record too short")
-            }
-            let base = loadFixed64(payload, 0)
-            // A sequence number is checked before any arithmetic on it: a crafted or damaged
-            // record must not overflow the counter.
-            guard base <= StorageLimits.maxSequence else {
-                throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record with sequence \(base) past the limit")
-            }
-            var seq = base
-            let ok = try BatchDecoder.forEach(UnsafeRawBufferPointer(rebasing: payload[8...])) { op in
+            let batch = try WALRecord(parsing: record.payload, path: path, offset: offset)
+            var seq = batch.firstSequence
+            try batch.forEachOperation(path: path, offset: offset) { op in
                 guard Int(op.keySpaceId) < known.count, known[Int(op.keySpaceId)] else {
                     throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record for unknown key space \(op.keySpaceId)")
-                }
-                guard seq < StorageLimits.maxSequence else {
-                    throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record runs past the last sequence number")
                 }
                 lists.operations[Int(op.keySpaceId)].append(
                     ReplayOperation(key: op.key.baseAddress, value: op.value.baseAddress, sequence: seq,
                                     keyLength: UInt32(op.key.count), valueLength: UInt32(op.value.count), kind: op.kind))
                 seq += 1
             }
-            guard ok else {
-                throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "malformed write batch")
-            }
-            lists.pending += Int(seq - base)
-            if seq > base { last = max(last, seq - 1) }
+            lists.pending += Int(batch.operationCount)
+            if let end = batch.lastSequence { last = max(last, end) }
         }
         insertPending()
-        return ReplayOutcome(lastSequence: last, isEmpty: records == 0 && !outcome.droppedTornTail,
-                             tornAt: outcome.droppedTornTail ? outcome.validEnd : -1, validEnd: outcome.validEnd,
-                             sawEndOfLog: outcome.sawEndOfLog)
+        return WALScan(lastSequence: last, records: records, torn: outcome.droppedTornTail, validEnd: outcome.validEnd,
+                       sawEndOfLog: outcome.sawEndOfLog, sawDurableMark: outcome.sawDurableMark)
     }
 
     private static func add(_ ops: [ReplayOperation], to loader: MemtableLoader) {
@@ -501,7 +402,7 @@ enum Recovery {
         let live = Set(versions.current.allSegments.map(\.meta.fileNumber))
         for name in names {
             let obsolete: Bool
-            switch parseFileName(name) {
+            switch StoreFile.parse(name) {
             case let .wal(n)?: obsolete = n < versions.logNumber && n != keepWal
             case let .segment(n)?: obsolete = !live.contains(n)
             case let .manifest(n)?: obsolete = n != versions.manifestNumber

@@ -33,7 +33,7 @@ extension Engine {
                     let m = s.meta
                     out.append(SegmentDescription(
                         keySpace: ks.name, level: m.level, fileNumber: m.fileNumber,
-                        fileName: Recovery.segmentName(m.fileNumber), bytes: m.fileSize, entries: m.entryCount,
+                        fileName: StoreFile.segmentName(m.fileNumber), bytes: m.fileSize, entries: m.entryCount,
                         smallestKey: m.smallest.withUnsafeBytes { Array(InternalKey.userKey($0)) },
                         largestKey: m.largest.withUnsafeBytes { Array(InternalKey.userKey($0)) },
                         minSequence: m.minSequence, maxSequence: m.maxSequence))

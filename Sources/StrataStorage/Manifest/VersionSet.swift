@@ -34,10 +34,6 @@ final class VersionSet: @unchecked Sendable {
         lastSequence = 0
     }
 
-    static func manifestName(_ number: UInt64) -> String {
-        FormatConstants.manifestPrefix + String(number).leftPadded(to: 6)
-    }
-
     /// A store with no files yet.
     static func create(fileSystem: any FileSystem, directory: String, stats: StatisticsCounters,
                        opener: SegmentOpener) -> VersionSet {
@@ -53,7 +49,7 @@ final class VersionSet: @unchecked Sendable {
         let set = VersionSet(fileSystem: fileSystem, directory: directory, stats: stats, opener: opener)
         let currentPath = joinPath(directory, FormatConstants.currentFileName)
         let number = try parseCurrent(try fileSystem.readWholeFile(currentPath, limit: FormatConstants.smallFileMaxBytes), path: currentPath)
-        let name = manifestName(number)
+        let name = StoreFile.manifestName(number)
         let path = joinPath(directory, name)
         guard fileSystem.fileExists(path) else {
             throw StorageError.corruption(file: currentPath, offset: 0, reason: "CURRENT names \(name), which does not exist")
@@ -108,7 +104,7 @@ final class VersionSet: @unchecked Sendable {
     }
 
     static func currentContents(manifestNumber: UInt64) -> [UInt8] {
-        let line = Array((manifestName(manifestNumber) + "\n").utf8)
+        let line = Array((StoreFile.manifestName(manifestNumber) + "\n").utf8)
         let crc = Checksum.mask(line.withUnsafeBytes { Checksum.crc32c($0) })
         return line + Array((String(crc, radix: 16).leftPadded(to: 8) + "\n").utf8)
     }
@@ -159,7 +155,7 @@ final class VersionSet: @unchecked Sendable {
                 manifestNumber = number
             } else {
                 try? writer.close()
-                try? fileSystem.removeFile(joinPath(directory, Self.manifestName(number)))
+                try? fileSystem.removeFile(joinPath(directory, StoreFile.manifestName(number)))
             }
             throw error
         }
@@ -173,7 +169,7 @@ final class VersionSet: @unchecked Sendable {
     /// Writes a new manifest `MANIFEST-number` holding the one record `edit`, synced, and
     /// returns its writer, still open. Nothing is left behind when it fails.
     static func writeManifest(_ edit: VersionEdit, number: UInt64, fileSystem: any FileSystem, directory: String) throws -> LogWriter {
-        let path = joinPath(directory, manifestName(number))
+        let path = joinPath(directory, StoreFile.manifestName(number))
         let file = try fileSystem.openWritable(path, truncate: true)
         let writer = LogWriter(file: file, path: path)
         do {
@@ -217,7 +213,7 @@ final class VersionSet: @unchecked Sendable {
     /// and the caller writes a snapshot manifest.
     func reopenManifestForAppend() throws -> Bool {
         guard manifest == nil, let readManifestBytes, formatVersion == FormatConstants.storeFormatVersion else { return false }
-        let path = joinPath(directory, Self.manifestName(manifestNumber))
+        let path = joinPath(directory, StoreFile.manifestName(manifestNumber))
         let file = try fileSystem.openWritable(path, truncate: false)
         // Compared with what recovery read, so that a change in between cannot put a record
         // after bytes no reader accepts.
@@ -303,7 +299,7 @@ final class VersionSet: @unchecked Sendable {
             }
             return
         }
-        try? fileSystem.removeFile(joinPath(directory, Self.manifestName(old)))
+        try? fileSystem.removeFile(joinPath(directory, StoreFile.manifestName(old)))
     }
 
     /// Applies an edit to the in-memory state only; the next snapshot manifest records it.
@@ -316,12 +312,6 @@ final class VersionSet: @unchecked Sendable {
     func close() {
         try? manifest?.close()
         manifest = nil
-    }
-}
-
-extension String {
-    func leftPadded(to width: Int, with pad: Character = "0") -> String {
-        count >= width ? self : String(repeating: pad, count: width - count) + self
     }
 }
 

@@ -10,9 +10,8 @@ package enum DecoderProbe {
     package static func wal(_ data: UnsafeRawBufferPointer) {
         let reader = LogReader(bytes: Array(data), path: "fuzz.wal", allowsMarks: true)
         _ = try? reader.forEachRecord { record in
-            let payload = record.payload
-            guard payload.count >= 12 else { return }
-            _ = try? BatchDecoder.forEach(UnsafeRawBufferPointer(rebasing: payload[8...])) { op in
+            guard let batch = try? WALRecord(parsing: record.payload, path: "fuzz.wal", offset: record.offset) else { return }
+            try? batch.forEachOperation(path: "fuzz.wal", offset: record.offset) { op in
                 _ = op.key.count &+ op.value.count
             }
         }

@@ -97,7 +97,7 @@ struct StorageVerifier {
         }
         var wals: [UInt64] = []
         for name in names.sorted() {
-            switch Recovery.parseFileName(name) {
+            switch StoreFile.parse(name) {
             case let .wal(n)?:
                 if n >= manifest.logNumber { wals.append(n) } else { report.notes.append("\(name): obsolete log, removed at the next writable open") }
             case let .segment(n)? where !live.contains(n):
@@ -110,37 +110,33 @@ struct StorageVerifier {
                 break
             }
         }
-        if manifest.logNumber > 0, !fs.fileExists(joinPath(directory, Recovery.walName(manifest.logNumber))) {
-            report.problems.append(StorageProblem(file: joinPath(directory, VersionSet.manifestName(manifestNumber)), offset: 0,
-                                                  reason: "the log number names \(Recovery.walName(manifest.logNumber)), which does not exist: later manifest records are lost"))
+        if manifest.logNumber > 0, !fs.fileExists(joinPath(directory, StoreFile.walName(manifest.logNumber))) {
+            report.problems.append(StorageProblem(file: joinPath(directory, StoreFile.manifestName(manifestNumber)), offset: 0,
+                                                  reason: "the log number names \(StoreFile.walName(manifest.logNumber)), which does not exist: later manifest records are lost"))
         }
+        // Every log is read and checked, then judged as recovery judges it (``WALReplay``).
         var lastSequence = manifest.lastSequence
-        var logs: [(path: String, log: LogCheck)] = []
+        var scans: [UInt64: WALScan] = [:]
         for n in wals.sorted() {
-            let path = joinPath(directory, Recovery.walName(n))
-            let log = verifyLog(path, keySpaces: manifest.keySpaces, after: lastSequence)
-            lastSequence = log.lastSequence
-            logs.append((path, log))
+            let scan = verifyLog(joinPath(directory, StoreFile.walName(n)), keySpaces: manifest.keySpaces, after: lastSequence)
+            lastSequence = scan.lastSequence
+            scans[n] = scan
         }
-        // Recovery's rules across logs (SPEC.md §5.2): after a torn log, or a log that ends
-        // without an end-of-log record and that no later durable mark vouches for, later logs
-        // are dropped; a torn log that a later mark vouches for is damage.
-        for (i, entry) in logs.enumerated() {
-            let laterMarked = logs[(i + 1)...].contains { $0.log.sawDurableMark }
-            let cut: Bool
-            if entry.log.torn {
-                if laterMarked {
-                    report.problems.append(StorageProblem(file: entry.path, offset: 0, reason: "torn log, and a later log says it was synced"))
+        let decisions = try? WALReplay.decide(logs: wals.sorted(), after: manifest.lastSequence,
+                                              scan: { n, _ in scans[n]! }, hasDurableMark: { n, _ in scans[n]!.sawDurableMark })
+        for d in decisions ?? [] {
+            let path = joinPath(directory, StoreFile.walName(d.number))
+            switch d.verdict {
+            case let .corrupt(offset, later):
+                problem(WALReplay.corruption(directory: directory, log: d.number, offset: offset, vouchedBy: later), file: path)
+            case .discard:
+                let records = scans[d.number]!.records
+                if records > 0 {
+                    report.notes.append("\(path): follows a log whose end is not known to be durable and was never synced; recovery drops its \(records) records")
                 }
-                cut = true
-            } else {
-                cut = !entry.log.sawEndOfLog && i + 1 < logs.count && !laterMarked
+            case .replay:
+                break
             }
-            guard cut else { continue }
-            for later in logs[(i + 1)...] where later.log.records > 0 && !later.log.sawDurableMark {
-                report.notes.append("\(later.path): follows a log whose end is not known to be durable and was never synced; recovery drops its \(later.log.records) records")
-            }
-            break
         }
         let statsPath = StatsFile.path(in: directory)
         if fs.fileExists(statsPath) {
@@ -164,10 +160,10 @@ struct StorageVerifier {
     /// Replays the manifest's edits with recovery's own replay (``ManifestReplay``), reporting
     /// what it refuses as a problem; nil when the live segment set cannot be known.
     private mutating func readManifest(number: UInt64) -> ManifestState? {
-        let path = joinPath(directory, VersionSet.manifestName(number))
+        let path = joinPath(directory, StoreFile.manifestName(number))
         guard fs.fileExists(path) else {
             report.problems.append(StorageProblem(file: joinPath(directory, FormatConstants.currentFileName), offset: 0,
-                                                  reason: "CURRENT names \(VersionSet.manifestName(number)), which does not exist"))
+                                                  reason: "CURRENT names \(StoreFile.manifestName(number)), which does not exist"))
             return nil
         }
         // The engine's own replay (ManifestReplay), so that what recovery refuses is a problem here.
@@ -196,7 +192,7 @@ struct StorageVerifier {
     /// Every block of one live segment: checksums, decompression, entry structure, key order,
     /// and agreement with the manifest's record of it.
     private mutating func verifySegment(_ meta: SegmentMeta) {
-        let path = joinPath(directory, Recovery.segmentName(meta.fileNumber))
+        let path = joinPath(directory, StoreFile.segmentName(meta.fileNumber))
         report.segments += 1
         guard fs.fileExists(path) else {
             report.problems.append(StorageProblem(file: path, offset: 0, reason: "live segment file is missing"))
@@ -291,55 +287,35 @@ struct StorageVerifier {
         }
     }
 
-    /// Every record of one WAL: checksum, batch structure, known key spaces.
-    /// What ``verifyLog(_:keySpaces:after:)`` found in one WAL.
-    struct LogCheck {
-        var lastSequence: UInt64
-        var records: Int
-        var torn: Bool
-        var sawDurableMark: Bool
-        var sawEndOfLog: Bool
-    }
-
-    private mutating func verifyLog(_ path: String, keySpaces: Set<UInt32>, after start: UInt64) -> LogCheck {
-        var last = start
-        var records = 0
-        var torn = false, sawMark = false, ended = false
+    /// Every record of one WAL: checksum, batch structure (``WALRecord``), known key spaces.
+    private mutating func verifyLog(_ path: String, keySpaces: Set<UInt32>, after start: UInt64) -> WALScan {
+        var scan = WALScan(lastSequence: start, records: 0, torn: false, validEnd: 0, sawEndOfLog: false, sawDurableMark: false)
         do {
             let file = try fs.openReadable(path)
             defer { file.close() }
             report.bytesChecked += file.size
-            let reader = LogReader(file: file, path: path, allowsMarks: true, maxRecordBytes: Recovery.maxWalRecordBytes) { head, count in
-                Recovery.walRecordIsPlausible(payloadHead: head, payloadCount: count, after: start)
-            }
-            let outcome = try reader.forEachRecord { record in
-                let payload = record.payload, offset = record.offset
+            let outcome = try Recovery.walReader(file, path: path, after: start).forEachRecord { record in
                 if record.isEndOfLog { return }
-                records += 1
-                guard payload.count >= 12 else {
-                    throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record too short")
-                }
-                let base = loadFixed64(payload, 0)
-                var n: UInt64 = 0
-                let ok = try BatchDecoder.forEach(UnsafeRawBufferPointer(rebasing: payload[8...])) { op in
+                scan.records += 1
+                let batch = try WALRecord(parsing: record.payload, path: path, offset: record.offset)
+                try batch.forEachOperation(path: path, offset: record.offset) { op in
                     guard keySpaces.contains(op.keySpaceId) else {
-                        throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record for unknown key space \(op.keySpaceId)")
+                        throw StorageError.corruption(file: path, offset: UInt64(record.offset), reason: "WAL record for unknown key space \(op.keySpaceId)")
                     }
-                    n += 1
                 }
-                guard ok else { throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "malformed write batch") }
-                if n > 0, base <= StorageLimits.maxSequence, n <= StorageLimits.maxSequence - base { last = max(last, base + n - 1) }
+                if let end = batch.lastSequence { scan.lastSequence = max(scan.lastSequence, end) }
             }
-            torn = outcome.droppedTornTail
-            sawMark = outcome.sawDurableMark
-            ended = outcome.sawEndOfLog
-            if torn {
+            scan.torn = outcome.droppedTornTail
+            scan.validEnd = outcome.validEnd
+            scan.sawDurableMark = outcome.sawDurableMark
+            scan.sawEndOfLog = outcome.sawEndOfLog
+            if scan.torn {
                 report.notes.append("\(path): torn at offset \(outcome.validEnd): the rest was never synced, and recovery drops it")
             }
         } catch {
             problem(error, file: path)
         }
-        report.walRecords += records
-        return LogCheck(lastSequence: last, records: records, torn: torn, sawDurableMark: sawMark, sawEndOfLog: ended)
+        report.walRecords += scan.records
+        return scan
     }
 }

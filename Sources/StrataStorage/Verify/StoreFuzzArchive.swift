@@ -22,9 +22,9 @@ package enum StoreFuzzArchive {
         if pick < names.count { return names[pick] }
         let n = UInt64(number)
         switch pick - names.count {
-        case 0: return Recovery.walName(n)
-        case 1: return Recovery.segmentName(n)
-        default: return VersionSet.manifestName(n)
+        case 0: return StoreFile.walName(n)
+        case 1: return StoreFile.segmentName(n)
+        default: return StoreFile.manifestName(n)
         }
     }
 
@@ -43,7 +43,7 @@ package enum StoreFuzzArchive {
         var out: [UInt8] = []
         for (name, bytes) in files where bytes.count <= Int(UInt16.max) {
             var tag: Int, number: UInt64 = 0
-            switch Recovery.parseFileName(name) {
+            switch StoreFile.parse(name) {
             case let .wal(n)?: tag = names.count; number = n
             case let .segment(n)?: tag = names.count + 1; number = n
             case let .manifest(n)?: tag = names.count + 2; number = n
@@ -66,7 +66,7 @@ package enum StoreFuzzArchive {
         guard (try? fs.createDirectory("/db")) != nil else { return }
         for (name, original) in decode(data) {
             var bytes = original
-            switch Recovery.parseFileName(name) {
+            switch StoreFile.parse(name) {
             case .manifest?:
                 ChecksumFixup.fixLog(&bytes, allowsMarks: false, leave: nil)
             case .wal?:

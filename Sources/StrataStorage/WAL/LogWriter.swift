@@ -42,10 +42,10 @@ final class LogWriter {
     func frameBatch(sequence: UInt64, batch: [UInt8], into out: inout ByteWriter) {
         let mark = takeMark()
         let markBytes = mark == nil ? 0 : FormatConstants.logRecordMarkBytes
-        Self.frame(payloadBytes: markBytes + 8 + batch.count, lengthFlags: mark == nil ? 0 : FormatConstants.logRecordMarkFlag,
-                   into: &out) {
+        Self.frame(payloadBytes: markBytes + WALRecord.payloadBytes(batchBytes: batch.count),
+                   lengthFlags: mark == nil ? 0 : FormatConstants.logRecordMarkFlag, into: &out) {
             if let mark { $0.appendFixed64(mark) }
-            $0.appendFixed64(sequence)
+            WALRecord.appendHeader(firstSequence: sequence, to: &$0)
             $0.append(batch)
         }
     }
@@ -58,9 +58,9 @@ final class LogWriter {
         let markBytes = mark == nil ? 0 : FormatConstants.logRecordMarkBytes
         var head = ByteWriter(capacity: 32)
         head.appendFixed32(0)
-        head.appendFixed32(UInt32(markBytes + 8 + batch.count) | (mark == nil ? 0 : FormatConstants.logRecordMarkFlag))
+        head.appendFixed32(UInt32(markBytes + WALRecord.payloadBytes(batchBytes: batch.count)) | (mark == nil ? 0 : FormatConstants.logRecordMarkFlag))
         if let mark { head.appendFixed64(mark) }
-        head.appendFixed64(sequence)
+        WALRecord.appendHeader(firstSequence: sequence, to: &head)
         let crc = head.bytes.withUnsafeBytes { h in
             batch.withUnsafeBytes { b in Checksum.crc32c(b, extending: Checksum.crc32c(UnsafeRawBufferPointer(rebasing: h[4...]))) }
         }
