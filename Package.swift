@@ -50,10 +50,16 @@ let package = Package(
             name: "Strata",
             dependencies: ["StrataStorage", "StrataMacros"]
         ),
+        // The decoders' fuzz probes (what `_FuzzTarget` and the corpus replay test run), outside
+        // the libraries apps link: they reach the package-visible decoders. Not a product.
+        .target(
+            name: "StrataProbes",
+            dependencies: ["Strata", "StrataStorage"]
+        ),
         // Test support that ships as its own product, outside the libraries apps link.
         .target(
             name: "StrataTesting",
-            dependencies: ["Strata", "StrataStorage"]
+            dependencies: ["Strata", "StrataStorage", "StrataProbes"]
         ),
         .executableTarget(
             name: "strata",
@@ -67,14 +73,14 @@ let package = Package(
         .executableTarget(
             name: "strata-torture",
             dependencies: ["Strata", "StrataStorage", "StrataTortureModel"],
-            path: "Tools/strata-torture"
+            path: "Tests/strata-torture"
         ),
         // The graph workload of the crash and model tests: its entities, a model of what the
         // store must hold, and the kill-test driver. Shared by strata-torture and the tests.
         .target(
             name: "StrataTortureModel",
             dependencies: ["Strata", "StrataStorage", "StrataTestSupport"],
-            path: "Tools/StrataTortureModel"
+            path: "Tests/StrataTortureModel"
         ),
         // Helpers every test target shares (seeded generator, temporary directories).
         .target(
@@ -83,7 +89,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StrataStorageTests",
-            dependencies: ["StrataStorage", "StrataTesting", "StrataTestSupport"]
+            dependencies: ["StrataStorage", "StrataTesting", "StrataTestSupport", "StrataProbes"]
         ),
         .testTarget(
             name: "StrataTests",

@@ -1,4 +1,5 @@
 import StrataStorage
+import StrataProbes
 
 /// What the fuzzers (`Fuzz/`) and the corpus replay test feed arbitrary bytes to: one decoder of
 /// a file format each. Every input must end in a result or a typed error, never a crash, a

@@ -1,4 +1,5 @@
 import Strata
+import StrataProbes
 
 /// What the fuzzers (`Fuzz/`) and the corpus replay test feed arbitrary bytes to in the object
 /// layer. Every input must end in a value or a typed error, never a crash. Underscored: a tool

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import StrataStorage
 import StrataTesting
+import StrataProbes
 
 /// Id-addressed data blocks (SPEC.md §6.1.1): a key space listed in `EngineOptions.idKeySpaces`
 /// stores runs of keys that share a head and end in a big-endian id in blocks found by

@@ -3,7 +3,7 @@ import StrataStorage
 /// The built indexes of one entity, as its persisted record lists them: enough to maintain them
 /// from stored bytes alone, without the Swift type (removals and relation clean-up touch
 /// entities no box of this session has opened).
-final class EntityIndexes: Sendable {
+package final class EntityIndexes: Sendable {
     struct Indexed: Sendable {
         let propertyId: UInt32
         let name: String
@@ -48,7 +48,7 @@ final class EntityIndexes: Sendable {
     }
 
     /// Nil when the record has no built index.
-    init?(_ record: EntityRecord) {
+    package init?(_ record: EntityRecord) {
         let indexed = record.properties.filter { !$0.isRemoved && $0.index != .none && (!$0.type.isRelation || !$0.indexWith.isEmpty) }
         guard !indexed.isEmpty else { return nil }
         entityId = record.entityId
@@ -124,7 +124,7 @@ final class EntityIndexes: Sendable {
     }
 
     /// The encoded value of each indexed property of a stored object, in `properties` order.
-    func values(of bytes: UnsafeRawBufferPointer) throws -> [[UInt8]] {
+    package func values(of bytes: UnsafeRawBufferPointer) throws -> [[UInt8]] {
         var values = IndexValues()
         try read(bytes, into: &values)
         return properties.indices.map { values.array($0) }
@@ -207,7 +207,7 @@ final class EntityIndexes: Sendable {
     }
 
     /// The full index key of `value` (an encoding) for the object `id`.
-    func key(_ position: Int, value: [UInt8], id: Id) -> [UInt8] {
+    package func key(_ position: Int, value: [UInt8], id: Id) -> [UInt8] {
         var k: [UInt8] = []
         value.withUnsafeBytes { setKey(&k, position, value: $0, id: id) }
         return k

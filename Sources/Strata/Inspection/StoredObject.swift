@@ -53,13 +53,13 @@ public struct StoredEdge: Sendable, Equatable {
 }
 
 /// Decodes an object's fields from its bytes and the catalog record alone.
-struct StoredObjectDecoder {
+package struct StoredObjectDecoder {
     let record: EntityRecord
     /// Live stored (non-to-many) properties, in record order.
     let fields: [EntityRecord.Property]
     let fieldMap: [Int32]
 
-    init(_ record: EntityRecord) {
+    package init(_ record: EntityRecord) {
         self.record = record
         fields = record.properties.filter { !$0.isRemoved && $0.type != .toMany }
         var map = [Int32](repeating: -1, count: Int(record.lastPropertyId) + 1)
@@ -69,7 +69,7 @@ struct StoredObjectDecoder {
 
     /// The value of each field in `fields` order; absent fields read as nil. Throws when the
     /// bytes do not decode or a field's wire type disagrees with its property's type.
-    func decode(_ bytes: UnsafeRawBufferPointer) throws -> [StoredValue] {
+    package func decode(_ bytes: UnsafeRawBufferPointer) throws -> [StoredValue] {
         var out = [StoredValue](repeating: .null, count: fields.count)
         try fieldMap.withUnsafeBufferPointer { map in
             var reader = try ObjectReader(bytes: bytes, fieldMap: map)

@@ -157,6 +157,7 @@ enum CallbackObservation {
 
 /// The mailbox, seen from the blocks it schedules without keeping it alive.
 private final class WeakSubscriber: @unchecked Sendable {
+    // @unchecked Sendable: `subscriber` is set once, before any block that reads it is scheduled.
     // Set once, before the subscriber is registered (and so before any block runs).
     weak var subscriber: ChangeSubscriber?
 }

@@ -2,11 +2,11 @@
 /// had with the id the store gave it. Ids are never reused: a removed property stays listed as
 /// removed, so a later property of the same name starts fresh instead of reading old values.
 /// Layout in SPEC.md §Catalog.
-struct EntityRecord: Equatable, Sendable {
-    struct Property: Equatable, Sendable {
-        var id: UInt32
+package struct EntityRecord: Equatable, Sendable {
+    package struct Property: Equatable, Sendable {
+        package var id: UInt32
         var name: String
-        var type: PropertyType
+        package var type: PropertyType
         var isOptional: Bool
         var isRemoved: Bool
         /// For a relation: the target entity's name.
@@ -26,6 +26,14 @@ struct EntityRecord: Equatable, Sendable {
         /// order (SPEC.md §13). Empty for an index of this property alone.
         var indexWith: [UInt32] = []
 
+        /// The memberwise initialiser, package-visible: the fuzz probes build a record too.
+        package init(id: UInt32, name: String, type: PropertyType, isOptional: Bool, isRemoved: Bool, target: String? = nil,
+                     index: PropertyIndex = .none, indexDefault: [UInt8] = [], uniqueKeyedByValue: Bool = false,
+                     indexWith: [UInt32] = []) {
+            (self.id, self.name, self.type, self.isOptional, self.isRemoved) = (id, name, type, isOptional, isRemoved)
+            (self.target, self.index, self.indexDefault, self.uniqueKeyedByValue, self.indexWith) = (target, index, indexDefault, uniqueKeyedByValue, indexWith)
+        }
+
         var typeDescription: String {
             if let target { return "\(type)<\(target)>" }
             return isOptional ? "\(type)?" : "\(type)"
@@ -42,6 +50,11 @@ struct EntityRecord: Equatable, Sendable {
     var lastPropertyId: UInt32
     var properties: [Property]
 
+    /// The memberwise initialiser, package-visible: the fuzz probes build a record too.
+    package init(entityId: UInt32, name: String, isEmbedded: Bool = false, lastPropertyId: UInt32, properties: [Property]) {
+        (self.entityId, self.name, self.isEmbedded, self.lastPropertyId, self.properties) = (entityId, name, isEmbedded, lastPropertyId, properties)
+    }
+
     private enum EntityFlag {
         static let embedded: UInt8 = 1
     }
@@ -57,7 +70,7 @@ struct EntityRecord: Equatable, Sendable {
         static let all: UInt8 = optional | removed | indexed | unique | keyedByValue | caseInsensitive | composite
     }
 
-    func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var out: [UInt8] = [ObjectFormat.entityRecordVersion, isEmbedded ? EntityFlag.embedded : 0]
         func varint(_ v: UInt64) {
             var v = v
@@ -94,7 +107,7 @@ struct EntityRecord: Equatable, Sendable {
     }
 
     /// Parses a stored record; nil when the bytes are not a valid record.
-    init?(entityId: UInt32, bytes: [UInt8]) {
+    package init?(entityId: UInt32, bytes: [UInt8]) {
         var pos = 0
         func byte() -> UInt8? {
             guard pos < bytes.count else { return nil }
@@ -243,3 +256,4 @@ extension EntityRecord {
         }
     }
 }
+

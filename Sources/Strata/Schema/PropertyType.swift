@@ -59,5 +59,5 @@ public enum PropertyType: UInt8, Sendable, CaseIterable, CustomStringConvertible
 
 extension PropertyType {
     /// Whether the property is a relation (its schema names a target entity).
-    var isRelation: Bool { self == .toOne || self == .toMany }
+    package var isRelation: Bool { self == .toOne || self == .toMany }
 }

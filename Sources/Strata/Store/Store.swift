@@ -19,6 +19,9 @@ import StrataStorage
 /// store.close()
 /// ```
 public final class Store: @unchecked Sendable {
+    // @unchecked Sendable: every stored property is a constant; the mutable state behind them is
+    // synchronised by its owner (`catalog` and `changeHub` by their locks, `writeLock`, the engine),
+    // and `latest` holds no state of its own (``Transaction/Kind/latest``).
     /// The store's directory.
     public let directoryPath: String
     /// The durability every transaction commits with.

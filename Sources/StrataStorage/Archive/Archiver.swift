@@ -11,6 +11,7 @@ import Darwin
 /// state (``noteState``). Nothing the engine does waits for the target; the engine only keeps
 /// the WAL files the archive still lacks (``firstUnshippedWal``).
 final class Archiver: @unchecked Sendable {
+    // @unchecked Sendable: its mutable state is guarded by `lock`; the rest is constant.
     /// A WAL still to ship: its committed end (bytes from 0 that hold whole commits), whether
     /// nothing more will be written to it, and the commit times not yet shipped.
     private struct PendingLog {

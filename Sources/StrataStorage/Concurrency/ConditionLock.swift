@@ -12,6 +12,7 @@ import Darwin
 /// lock.withLock { while !ready { lock.wait() } }
 /// ```
 public final class ConditionLock: @unchecked Sendable {
+    // @unchecked Sendable: it is the lock; its mutex and condition are only used through pthread calls.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let cond: UnsafeMutablePointer<pthread_cond_t>
 

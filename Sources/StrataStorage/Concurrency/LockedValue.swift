@@ -15,6 +15,7 @@ import Darwin
 /// counter.withLock { $0 += 1 }
 /// ```
 public final class LockedValue<Value>: @unchecked Sendable {
+    // @unchecked Sendable: the value is reached only inside `withLock`, under the lock.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     /// Only touched with the mutex held, which already excludes a second access (a nested
     /// `withLock` on the same value would deadlock before it could overlap): the dynamic

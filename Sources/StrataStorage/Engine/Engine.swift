@@ -56,6 +56,8 @@ final class ReadView: Sendable {
 /// An `Engine` is safe to use from many threads. Writes are serialised through a commit queue
 /// (with group commit); reads never block writes.
 public final class Engine: @unchecked Sendable {
+    // @unchecked Sendable: mutable state is guarded by the commit lock, the manifest lock or the
+    // background lock (each property says which), or is atomic; readers take a `ReadView`.
     /// The directory holding the store.
     public let directory: String
     let options: EngineOptions

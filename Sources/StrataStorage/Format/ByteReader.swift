@@ -2,11 +2,11 @@
 /// malformed input instead of trapping, so that a damaged file becomes a `StorageError`, never a
 /// crash. The caller keeps the memory alive while the reader is in use.
 @usableFromInline
-struct ByteReader {
+package struct ByteReader {
     @usableFromInline let base: UnsafeRawBufferPointer
     @usableFromInline var offset: Int
 
-    @inlinable init(_ base: UnsafeRawBufferPointer, offset: Int = 0) {
+    @inlinable package init(_ base: UnsafeRawBufferPointer, offset: Int = 0) {
         self.base = base
         self.offset = offset
     }
@@ -78,11 +78,11 @@ struct ByteReader {
 }
 
 /// Decodes a little-endian UInt64 at `offset` (caller has checked bounds).
-@inlinable func loadFixed64(_ raw: UnsafeRawBufferPointer, _ offset: Int) -> UInt64 {
+@inlinable package func loadFixed64(_ raw: UnsafeRawBufferPointer, _ offset: Int) -> UInt64 {
     UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
 }
 
 /// Decodes a little-endian UInt32 at `offset` (caller has checked bounds).
-@inlinable func loadFixed32(_ raw: UnsafeRawBufferPointer, _ offset: Int) -> UInt32 {
+@inlinable package func loadFixed32(_ raw: UnsafeRawBufferPointer, _ offset: Int) -> UInt32 {
     UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
 }

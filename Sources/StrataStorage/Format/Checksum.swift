@@ -2,14 +2,14 @@ import CStrataSupport
 
 /// CRC-32C helpers. Stored checksums are masked (SPEC.md §Checksums) so that data that embeds
 /// its own checksum does not produce a trivially predictable CRC.
-enum Checksum {
+package enum Checksum {
     @inline(__always)
-    static func crc32c(_ raw: UnsafeRawBufferPointer, extending crc: UInt32 = 0) -> UInt32 {
+    package static func crc32c(_ raw: UnsafeRawBufferPointer, extending crc: UInt32 = 0) -> UInt32 {
         strata_crc32c_extend(crc, raw.baseAddress, raw.count)
     }
 
     @inline(__always)
-    static func mask(_ crc: UInt32) -> UInt32 {
+    package static func mask(_ crc: UInt32) -> UInt32 {
         ((crc >> 15) | (crc << 17)) &+ FormatConstants.crcMaskDelta
     }
 

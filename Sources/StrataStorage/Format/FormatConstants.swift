@@ -18,7 +18,7 @@ public enum StorageLimits {
     public static let maxSequence: UInt64 = (1 << 56) - 1
 }
 
-enum FormatConstants {
+package enum FormatConstants {
     /// Store format version, written in the manifest (SPEC.md §Manifest). A store written by a
     /// newer version is refused.
     /// Version 2 added the durable marks of WAL records (§5.1); version 1 stores still open (and
@@ -33,7 +33,7 @@ enum FormatConstants {
     /// Last eight bytes of every segment: "STRATSEG" read as a little-endian UInt64.
     static let segmentMagic: UInt64 = 0x4745_5354_4152_5453
     /// Bytes in the fixed segment footer.
-    static let segmentFooterBytes = 64
+    package static let segmentFooterBytes = 64
     /// The most bytes read of the small files read whole: `CURRENT` (about 30 bytes), `STATS`
     /// and the backup marker (under 1 KiB). Anything larger is damage, refused before it is read.
     static let smallFileMaxBytes = 64 << 10
@@ -47,18 +47,18 @@ enum FormatConstants {
     /// Bytes in a block trailer: compression type (1) + masked CRC32C (4).
     static let blockTrailerBytes = 5
     /// Bytes in a log record header: masked CRC32C (4) + payload length (4).
-    static let logRecordHeaderBytes = 8
+    package static let logRecordHeaderBytes = 8
     /// Set in a WAL record's length field when its payload starts with a durable mark (SPEC.md
     /// §5.1): the offset before which the log was synced when the record was appended.
-    static let logRecordMarkFlag: UInt32 = 1 << 31
+    package static let logRecordMarkFlag: UInt32 = 1 << 31
     /// Bytes of a durable mark.
-    static let logRecordMarkBytes = 8
+    package static let logRecordMarkBytes = 8
     /// Added to the rotated CRC so that a checksum stored next to the data it covers does not
     /// checksum to a fixed value (LevelDB's masking, SPEC.md §Checksums).
     static let crcMaskDelta: UInt32 = 0xA282_EAD8
 
     // File names (SPEC.md §Files).
-    static let currentFileName = "CURRENT"
+    package static let currentFileName = "CURRENT"
     static let lockFileName = "LOCK"
     static let manifestPrefix = "MANIFEST-"
     static let walSuffix = ".wal"
@@ -67,13 +67,13 @@ enum FormatConstants {
     /// The largest file number the engine gives or accepts (in a file name or a manifest):
     /// far beyond any real store, and small enough that no arithmetic on it overflows.
     static let maxFileNumber: UInt64 = 1 << 56
-    static let statsFileName = "STATS"
+    package static let statsFileName = "STATS"
     /// Version of the `STATS` file (SPEC.md §3.1).
     static let statsFormatVersion: UInt32 = 1
 }
 
 /// How a block's payload is stored (SPEC.md §Segment). Never renumber.
-enum BlockCompression: UInt8 {
+package enum BlockCompression: UInt8 {
     case none = 0
     case lz4 = 1
 }

@@ -7,7 +7,7 @@ import Darwin
 /// Internal keys: the user key followed by an 8-byte little-endian trailer
 /// `sequence << 8 | kind` (SPEC.md §Key encoding). Ordered by user key ascending (bytewise), then
 /// trailer descending, so that the newest version of a key comes first.
-enum InternalKey {
+package enum InternalKey {
     static let trailerBytes = 8
 
     @inline(__always)
@@ -17,12 +17,12 @@ enum InternalKey {
 
     /// The trailer to seek with: finds the newest entry whose sequence is at most `sequence`.
     @inline(__always)
-    static func seekTrailer(sequence: UInt64) -> UInt64 {
+    package static func seekTrailer(sequence: UInt64) -> UInt64 {
         (sequence << 8) | UInt64(EntryKind.value.rawValue)
     }
 
     @inline(__always)
-    static func userKey(_ internalKey: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+    package static func userKey(_ internalKey: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: internalKey[0..<(internalKey.count - trailerBytes)])
     }
 

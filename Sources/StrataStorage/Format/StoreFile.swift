@@ -4,19 +4,19 @@
 /// Numbers are written in decimal, zero-padded to six digits, with no sign: `000042.wal`,
 /// `000043.seg`, `MANIFEST-000044`; `CURRENT`, `LOCK`, and the temporary files of CURRENT and
 /// STATS.
-enum StoreFile: Equatable {
+package enum StoreFile: Equatable {
     case wal(UInt64), segment(UInt64), manifest(UInt64), current, lock, temp
 
-    static func walName(_ n: UInt64) -> String { String(n).leftPadded(to: 6) + FormatConstants.walSuffix }
-    static func segmentName(_ n: UInt64) -> String { String(n).leftPadded(to: 6) + FormatConstants.segmentSuffix }
-    static func manifestName(_ n: UInt64) -> String { FormatConstants.manifestPrefix + String(n).leftPadded(to: 6) }
+    package static func walName(_ n: UInt64) -> String { String(n).leftPadded(to: 6) + FormatConstants.walSuffix }
+    package static func segmentName(_ n: UInt64) -> String { String(n).leftPadded(to: 6) + FormatConstants.segmentSuffix }
+    package static func manifestName(_ n: UInt64) -> String { FormatConstants.manifestPrefix + String(n).leftPadded(to: 6) }
 
     /// What a name in the store directory is, when it is exactly a name the engine gives: a
     /// number written the way the engine writes it and within ``FormatConstants/maxFileNumber``,
     /// so that arithmetic on it cannot overflow; temp files are CURRENT's and STATS's. Anything
     /// else (another program's file, `18446744073709551615.wal`, `+12.seg`) is not the store's:
     /// never read, never removed.
-    static func parse(_ name: String) -> StoreFile? {
+    package static func parse(_ name: String) -> StoreFile? {
         if name == FormatConstants.currentFileName { return .current }
         if name == FormatConstants.lockFileName { return .lock }
         if name == FormatConstants.currentFileName + FormatConstants.tempSuffix

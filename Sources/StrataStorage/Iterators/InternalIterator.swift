@@ -57,7 +57,7 @@ final class MemtableIterator: InternalIterator {
 /// entry's position instead of an iterator over the index block, and a seek finds it the way a
 /// point read does (narrowed by the segment's key prefixes): one allocation less per segment a
 /// scan opens, and no linear parse.
-final class SegmentIterator: InternalIterator {
+package final class SegmentIterator: InternalIterator {
     private let reader: SegmentReader
     /// The index entry of the data block `dataIterator` reads.
     @exclusivity(unchecked) private var indexPosition = 0
@@ -70,9 +70,9 @@ final class SegmentIterator: InternalIterator {
         self.fillCache = fillCache
     }
 
-    var isValid: Bool { dataIterator?.isValid ?? false }
-    var key: UnsafeRawBufferPointer { dataIterator!.key }
-    var value: UnsafeRawBufferPointer { dataIterator!.value }
+    package var isValid: Bool { dataIterator?.isValid ?? false }
+    package var key: UnsafeRawBufferPointer { dataIterator!.key }
+    package var value: UnsafeRawBufferPointer { dataIterator!.value }
 
     private func fail(_ e: Error) {
         error = (e as? StorageError) ?? .io(operation: "read", path: reader.path, errno: 0)
@@ -121,7 +121,7 @@ final class SegmentIterator: InternalIterator {
         }
     }
 
-    func seekToFirst() {
+    package func seekToFirst() {
         guard error == nil else { return }
         guard loadBlock(at: 0) else { return }
         dataIterator!.seekToFirst()
@@ -155,7 +155,7 @@ final class SegmentIterator: InternalIterator {
         skipEmptyForward()
     }
 
-    func next() {
+    package func next() {
         guard let d = dataIterator, d.isValid else { return }
         d.next()
         skipEmptyForward()

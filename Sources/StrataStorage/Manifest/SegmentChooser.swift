@@ -7,6 +7,8 @@
 /// are copied once into one buffer, the segments are held unretained beside them (the version
 /// that owns this chooser keeps them alive), and a lookup reads only plain memory.
 final class SegmentChooser: @unchecked Sendable {
+    // @unchecked Sendable: immutable after init; the unretained segments are kept alive by the
+    // version that owns the chooser.
     // @unchecked: immutable after init; the buffers are only read.
 
     /// One segment: where its smallest and largest user keys are in `keyBytes`, and the

@@ -14,7 +14,7 @@ struct SegmentMeta: Equatable, Sendable {
 
 /// One manifest record: a change to the set of live files and counters (SPEC.md §Manifest).
 /// Fields are tagged; tags are frozen (never renumber, retired tags stay reserved).
-struct VersionEdit: Equatable {
+package struct VersionEdit: Equatable {
     enum Tag: UInt64 {
         case formatVersion = 1
         case logNumber = 2
@@ -72,7 +72,7 @@ struct VersionEdit: Equatable {
     }
 
     /// Decodes an edit; nil when malformed or when it holds a tag this build does not know.
-    static func decode(_ raw: UnsafeRawBufferPointer) -> VersionEdit? {
+    package static func decode(_ raw: UnsafeRawBufferPointer) -> VersionEdit? {
         var r = ByteReader(raw)
         var e = VersionEdit()
         let keyLimit = StorageLimits.maxKeyBytes + InternalKey.trailerBytes

@@ -3,7 +3,8 @@
 /// the counters (next file number, log number, last sequence) and the key spaces. Owns the
 /// current ``Version``. REQUIRES for every mutating call: the caller holds the engine's manifest
 /// lock (edits are applied one at a time).
-final class VersionSet: @unchecked Sendable {
+package final class VersionSet: @unchecked Sendable {
+    // @unchecked Sendable: every mutating call holds the engine's manifest lock (above).
     let fileSystem: any FileSystem
     let directory: String
     private(set) var current: Version
@@ -103,7 +104,7 @@ final class VersionSet: @unchecked Sendable {
         return number
     }
 
-    static func currentContents(manifestNumber: UInt64) -> [UInt8] {
+    package static func currentContents(manifestNumber: UInt64) -> [UInt8] {
         let line = Array((StoreFile.manifestName(manifestNumber) + "\n").utf8)
         let crc = Checksum.mask(line.withUnsafeBytes { Checksum.crc32c($0) })
         return line + Array((String(crc, radix: 16).leftPadded(to: 8) + "\n").utf8)

@@ -4,6 +4,8 @@ import Synchronization
 /// and never moves, so skip-list links can be raw pointers that readers follow without locks.
 /// Only the single writer allocates.
 final class Arena: @unchecked Sendable {
+    // @unchecked Sendable: only the one writer allocates; readers reach memory through links
+    // published with release stores (CStrataSupport), and the memory never moves or is freed early.
     static let chunkBytes = 1 << 20
 
     // Iterator and arena state belongs to one thread at a time: `@exclusivity(unchecked)` spares

@@ -13,7 +13,9 @@ import Darwin
 ///
 /// Node layout (8-byte aligned): internal key length u32 | value length u32 | height u8, padding
 /// to 16 | `height` next pointers | internal key (user key + 8-byte trailer) | value bytes.
-final class Memtable: @unchecked Sendable {
+package final class Memtable: @unchecked Sendable {
+    // @unchecked Sendable: one writer at a time (the commit leader, or the replay) inserts; readers
+    // follow links loaded with acquire ordering and never see a node before it is complete.
     static let maxHeight = 12
     static let nodeHeaderBytes = 16
 
@@ -25,7 +27,7 @@ final class Memtable: @unchecked Sendable {
     // the runtime checks cost measurably on every insert.
     @exclusivity(unchecked) private var rng: UInt64 = 0x2545_F491_4F6C_DD1D
     /// Entries inserted; written by the writer only.
-    @exclusivity(unchecked) private(set) var entryCount = 0
+    @exclusivity(unchecked) package private(set) var entryCount = 0
     @exclusivity(unchecked) private(set) var maxSequence: UInt64 = 0
     /// The node inserted last, and its predecessors at every level (itself below its height):
     /// an insert that lands right after it (ascending keys: object ids, WAL replay, sequential
@@ -42,7 +44,7 @@ final class Memtable: @unchecked Sendable {
 
     /// - Parameter expectedBytes: the memtable size limit, to size the filter (about 1 bit per
     ///   16 bytes of data).
-    init(keySpaceId: UInt32, expectedBytes: Int = 4 << 20) {
+    package init(keySpaceId: UInt32, expectedBytes: Int = 4 << 20) {
         self.keySpaceId = keySpaceId
         var words = 1024
         while words < expectedBytes / 1024 && words < 1 << 20 { words <<= 1 }
@@ -91,7 +93,7 @@ final class Memtable: @unchecked Sendable {
         (node + nodeHeaderBytes + level * 8).assumingMemoryBound(to: UnsafeMutableRawPointer?.self)
     }
 
-    @inline(__always) static func next(_ node: UnsafeMutableRawPointer, _ level: Int) -> UnsafeMutableRawPointer? {
+    @inline(__always) package static func next(_ node: UnsafeMutableRawPointer, _ level: Int) -> UnsafeMutableRawPointer? {
         strata_load_acquire_ptr(nextSlot(node, level))
     }
 
@@ -105,11 +107,11 @@ final class Memtable: @unchecked Sendable {
         return UnsafeRawBufferPointer(start: node + nodeHeaderBytes + height(node) * 8, count: keyLen)
     }
 
-    @inline(__always) static func trailer(_ node: UnsafeMutableRawPointer) -> UInt64 {
+    @inline(__always) package static func trailer(_ node: UnsafeMutableRawPointer) -> UInt64 {
         InternalKey.trailer(internalKey(node))
     }
 
-    @inline(__always) static func userKey(_ node: UnsafeMutableRawPointer) -> UnsafeRawBufferPointer {
+    @inline(__always) package static func userKey(_ node: UnsafeMutableRawPointer) -> UnsafeRawBufferPointer {
         let ik = internalKey(node)
         return UnsafeRawBufferPointer(start: ik.baseAddress, count: ik.count - InternalKey.trailerBytes)
     }
@@ -121,7 +123,7 @@ final class Memtable: @unchecked Sendable {
     }
 
     /// Compares a node with (userKey, trailer) in internal-key order.
-    @inline(__always) static func compare(_ node: UnsafeMutableRawPointer, _ key: UnsafeRawBufferPointer, _ trailer: UInt64) -> Int {
+    @inline(__always) package static func compare(_ node: UnsafeMutableRawPointer, _ key: UnsafeRawBufferPointer, _ trailer: UInt64) -> Int {
         let r = InternalKey.compareUserKeys(userKey(node), key)
         if r != 0 { return r }
         let t = Self.trailer(node)
@@ -286,7 +288,7 @@ final class Memtable: @unchecked Sendable {
         }
     }
 
-    func first() -> UnsafeMutableRawPointer? { Self.next(head, 0) }
+    package func first() -> UnsafeMutableRawPointer? { Self.next(head, 0) }
 
     func last() -> UnsafeMutableRawPointer? {
         var x = head

@@ -12,13 +12,13 @@
 ///
 /// `@unchecked Sendable`: the replay hands each key space's loader to its own thread, one thread
 /// at a time per loader; a loader itself takes no lock.
-final class MemtableLoader: @unchecked Sendable {
-    let memtable: Memtable
+package final class MemtableLoader: @unchecked Sendable {
+    package let memtable: Memtable
     /// The nodes written, in arrival order until ``finish()``.
     /// `@exclusivity(unchecked)`: the runtime's check on every append was a tenth of the load.
     @exclusivity(unchecked) private var nodes: [UnsafeMutableRawPointer] = []
 
-    init(_ memtable: Memtable) { self.memtable = memtable }
+    package init(_ memtable: Memtable) { self.memtable = memtable }
 
     var isEmpty: Bool { nodes.isEmpty }
 

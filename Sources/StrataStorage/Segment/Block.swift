@@ -1,6 +1,7 @@
 /// The decoded (uncompressed, checksum-verified) contents of one block, owned in its own memory so
 /// the block cache can hand it to many readers at once. Immutable after init.
-final class Block: @unchecked Sendable {
+package final class Block: @unchecked Sendable {
+    // @unchecked Sendable: immutable after init; it owns its memory and frees it in deinit.
     // The fields a lookup reads, packed to share the object's first cache line with its header,
     // which the block cache's retain has just touched: a point read of an id block then reads
     // that line, the entry's and the value's, and nothing else of the block (SPEC.md §6.1.1).
@@ -30,11 +31,11 @@ final class Block: @unchecked Sendable {
     /// values and id array).
     var restartsOffset: Int { Int(restartsAt) }
     /// 0 in an id block.
-    var restartCount: Int { Int(restarts) }
+    package var restartCount: Int { Int(restarts) }
 
     /// The id-addressed layout (SPEC.md §6.1.1), when the block is in it: a view built from the
     /// fields above, checked when the block was decoded.
-    var idLayout: IdBlockLayout? {
+    package var idLayout: IdBlockLayout? {
         guard idCount > 0 else { return nil }
         return IdBlockLayout(contents: contents, count: Int(idCount), firstId: firstId, isSparse: idSparse,
                              entriesOffset: Int(restartsAt), headCount: Int(headCount), headWord: headWord, shape: idShape)
@@ -44,7 +45,7 @@ final class Block: @unchecked Sendable {
     /// Throws corruption when the restart array does not fit; `storage` is freed then.
     /// - Parameter idFormat: which id layout the block may be in (data blocks of segment format
     ///   4 and later, ``IdBlockFormat``).
-    init(taking storage: UnsafeMutableRawBufferPointer, contentsCount: Int, file: String, offset: UInt64,
+    package init(taking storage: UnsafeMutableRawBufferPointer, contentsCount: Int, file: String, offset: UInt64,
          parseRestarts: Bool = true, idFormat: IdBlockFormat = .none) throws {
         let contents = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(storage)[0..<contentsCount])
         // Everything is checked before any property is set: a class whose init throws after
@@ -111,13 +112,13 @@ final class Block: @unchecked Sendable {
         Int(loadFixed32(contents, restartsOffset + i * 4))
     }
 
-    func makeIterator() -> BlockIterator { BlockIterator(block: self) }
+    package func makeIterator() -> BlockIterator { BlockIterator(block: self) }
 }
 
 /// Iterates a ``Block`` in both directions. Keys are rebuilt into an owned buffer; values point
 /// into the block, which the iterator keeps alive. A malformed entry makes the iterator invalid
 /// and sets `corrupted`, never traps.
-final class BlockIterator {
+package final class BlockIterator {
     let block: Block
     private let data: UnsafeRawBufferPointer
     private let limit: Int
@@ -162,13 +163,13 @@ final class BlockIterator {
 
     deinit { keyBuffer.deallocate() }
 
-    @inline(__always) var isValid: Bool { current < limit }
+    @inline(__always) package var isValid: Bool { current < limit }
 
-    @inline(__always) var key: UnsafeRawBufferPointer {
+    @inline(__always) package var key: UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: keyBuffer, count: keyCount)
     }
 
-    @inline(__always) var value: UnsafeRawBufferPointer {
+    @inline(__always) package var value: UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: data[valueOffset..<(valueOffset + valueCount)])
     }
 
@@ -232,25 +233,25 @@ final class BlockIterator {
         nextOffset = block.restartPoint(index)
     }
 
-    func seekToFirst() {
+    package func seekToFirst() {
         if let idLayout { return position(idLayout, 0) }
         seekToRestart(0)
         _ = parseNext()
     }
 
-    func seekToLast() {
+    package func seekToLast() {
         if let idLayout { return position(idLayout, limit - 1) }
         seekToRestart(block.restartCount - 1)
         while parseNext() && nextOffset < limit {}
     }
 
-    func next() {
+    package func next() {
         guard isValid else { return }
         if let idLayout { return position(idLayout, current + 1) }
         _ = parseNext()
     }
 
-    func prev() {
+    package func prev() {
         guard isValid else { return }
         if let idLayout { return position(idLayout, current - 1) }
         let original = current
@@ -268,7 +269,7 @@ final class BlockIterator {
     }
 
     /// Positions at the first entry with internal key >= `target`.
-    func seek(_ target: UnsafeRawBufferPointer) {
+    package func seek(_ target: UnsafeRawBufferPointer) {
         if let idLayout { return position(idLayout, idLayout.firstAtOrAfter(target)) }
         var lo = 0, hi = block.restartCount - 1
         // Last restart whose key is < target.

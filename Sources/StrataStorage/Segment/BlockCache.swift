@@ -10,7 +10,7 @@ import Dispatch
 /// thousands of blocks are memory misses on every point read. A hit here sets one flag in the
 /// slot it has just read; eviction pays instead, sweeping a hand over the slots and giving each
 /// block that was used since the last sweep a second chance.
-final class BlockCache: Sendable {
+package final class BlockCache: Sendable {
     struct Key: Hashable {
         var segmentId: UInt64
         var offset: UInt64
@@ -199,7 +199,7 @@ final class BlockCache: Sendable {
     private let shards: [ShardBox]
     let capacityBytes: Int
 
-    init(capacityBytes: Int) {
+    package init(capacityBytes: Int) {
         self.capacityBytes = capacityBytes
         let per = max(1, capacityBytes / Self.shardCount)
         shards = (0..<Self.shardCount).map { _ in ShardBox(capacity: per) }
@@ -255,6 +255,7 @@ final class BlockCache: Sendable {
     /// Emptied shards on their way to the background thread that frees their blocks: owned by
     /// one thread at a time (the closing one, then the releasing one).
     private final class ReleasedShards: @unchecked Sendable {
+        // @unchecked Sendable: handed from one thread to the next (above), never shared.
         var shards: [Shard] = []
     }
 

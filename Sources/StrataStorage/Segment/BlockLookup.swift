@@ -19,7 +19,7 @@ extension Block {
         }
     }
 
-    enum Lookup {
+    package enum Lookup {
         /// The first entry with internal key >= target: its key relation and its value's range.
         case entry(userKeyMatches: Bool, isDeletion: Bool, valueOffset: Int, valueCount: Int)
         case notFound
@@ -67,7 +67,7 @@ extension Block {
     /// whose key is >= target (`restartCount` when every key is smaller); nil when the block is
     /// malformed. `summary`, when given, narrows the search to the entries whose key integer
     /// ties with the target's.
-    func indexPosition(_ target: UnsafeRawBufferPointer, summary: IndexSummary? = nil) -> Int? {
+    package func indexPosition(_ target: UnsafeRawBufferPointer, summary: IndexSummary? = nil) -> Int? {
         var lo = 0, hi = restartCount
         if let summary {
             switch summary.candidates(for: InternalKey.userKey(target)) {
@@ -84,10 +84,10 @@ extension Block {
     }
 
     /// The value of index entry `i` (a block handle).
-    func indexEntryValue(_ i: Int) -> UnsafeRawBufferPointer? { indexEntry(i)?.value }
+    package func indexEntryValue(_ i: Int) -> UnsafeRawBufferPointer? { indexEntry(i)?.value }
 
     /// Data blocks: the first entry with internal key >= target.
-    func dataLookup(_ target: UnsafeRawBufferPointer) -> Lookup {
+    package func dataLookup(_ target: UnsafeRawBufferPointer) -> Lookup {
         if let idLayout { return idLayout.lookup(target) }
         // Last restart whose key is < target.
         var lo = 0, hi = restartCount - 1

@@ -11,8 +11,8 @@
 ///
 /// Encoding: bit array (bit i in byte i/8, mask 1 << (i % 8)) | k (1 byte).
 ///
-/// Its key hash is public: the object layer's write overlay hashes keys with it too.
-public enum BloomFilter {
+/// Its key hash is package-visible: the object layer's write overlay hashes keys with it too.
+package enum BloomFilter {
     /// How a filter places a key's probes (SPEC.md §6.3).
     enum Layout: Sendable {
         /// Anywhere in the array (segment formats 1 and 2).
@@ -33,7 +33,7 @@ public enum BloomFilter {
 
     /// 64-bit hash of a user key; stable across versions because it reaches disk.
     @inlinable @inline(__always)
-    public static func hash(_ key: UnsafeRawBufferPointer) -> UInt64 {
+    package static func hash(_ key: UnsafeRawBufferPointer) -> UInt64 {
         var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(key.count)
         var i = 0
         while i + 8 <= key.count {

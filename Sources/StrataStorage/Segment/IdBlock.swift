@@ -1,7 +1,7 @@
 import CStrataSupport
 
 /// Which id-block layout a segment's data blocks may use (SPEC.md §6.1.1), by segment format.
-enum IdBlockFormat: Sendable {
+package enum IdBlockFormat: Sendable {
     /// Formats 1–3: no id blocks; a block ending in the id marker is damage.
     case none
     /// Format 4: 16-byte entries, no checksum of their own (the block's CRC covers them).
@@ -42,7 +42,7 @@ enum IdBlockFormat: Sendable {
 ///
 /// Every field is checked once, when the block is decoded (``decode(_:)``), so that the
 /// lookups and the iterator index it without further checks.
-struct IdBlockLayout {
+package struct IdBlockLayout {
     static let footerBytes = 24
     static let sparseFlag: UInt32 = 1
     static let checkedFlag: UInt32 = 2
@@ -153,7 +153,7 @@ struct IdBlockLayout {
 
     /// Format 5: the index of the first entry whose checksum does not match its key and value,
     /// or nil when every one does (or the block is of format 4, whose entries carry none).
-    func firstDamagedEntry() -> Int? {
+    package func firstDamagedEntry() -> Int? {
         guard isChecked else { return nil }
         return withUnsafeTemporaryAllocation(byteCount: userKeyCount + 8, alignment: 8) { key in
             for i in 0..<count {

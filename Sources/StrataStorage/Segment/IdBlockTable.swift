@@ -6,6 +6,7 @@
 /// per segment a read consults, and the summary it replaced as the first step of an object read
 /// cost a retain and a release of each of its arrays.
 final class IdBlockTable: @unchecked Sendable {
+    // @unchecked Sendable: immutable after init; it owns its memory.
     struct Entry {
         var firstId: UInt64
         var lastId: UInt64

@@ -6,7 +6,7 @@ import Darwin
 #endif
 
 /// What a point read of one id block entry found (``SegmentReader/readIdEntry(lookupKey:into:)``).
-enum IdEntryRead {
+package enum IdEntryRead {
     /// The value, `count` bytes copied to the start of the caller's buffer.
     case found(count: Int)
     /// A deletion: the key is absent, and older segments must not be asked.
@@ -56,7 +56,7 @@ extension SegmentReader {
     /// - Parameter lookupKey: the internal key (user key, seek trailer) of the read.
     /// - Parameter buffer: where the value goes; a value that does not fit is left to the block
     ///   path (``IdEntryRead/undecided``).
-    func readIdEntry(lookupKey: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) throws -> IdEntryRead {
+    package func readIdEntry(lookupKey: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) throws -> IdEntryRead {
         switch try findIdEntry(InternalKey.userKey(lookupKey), scratch: buffer) {
         case .absent: return .absent
         case .undecided: return .undecided

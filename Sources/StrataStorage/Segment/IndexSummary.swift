@@ -13,7 +13,7 @@
 /// Order-preserving: for user keys `a < b`, `word(a) <= word(b)` (bytes past the shared prefix,
 /// zero-padded, compared as one big-endian word), so entries whose integer is below the
 /// target's hold smaller keys and entries whose integer is above it hold larger ones.
-struct IndexSummary {
+package struct IndexSummary {
     struct Entry {
         var word: UInt64
         var offset: UInt64

@@ -6,6 +6,7 @@ import Synchronization
 /// first reads mostly never touch. Without a lock: two readers may build it at the same time;
 /// one publishes its summary, the other frees its own and takes the published one.
 final class IndexSummaryCell: @unchecked Sendable {
+    // @unchecked Sendable: the summary is published by one atomic compare-and-exchange (above).
     /// The summary once built; nil inside when the index does not decode (see
     /// ``IndexSummary/init(index:)``), so a damaged index is not summarised again on every read.
     private final class Built {

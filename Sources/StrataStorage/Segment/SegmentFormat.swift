@@ -1,15 +1,22 @@
 /// Where a block sits in a segment file: offset of its payload and payload length, excluding the
 /// 5-byte trailer (SPEC.md §Segment).
-struct BlockHandle: Equatable {
-    var offset: UInt64
-    var size: UInt64
+package struct BlockHandle: Equatable {
+    package var offset: UInt64
+    package var size: UInt64
+
+    /// The memberwise initialiser, package-visible: the fuzz probes' checksum fix-ups build
+    /// handles too.
+    package init(offset: UInt64, size: UInt64) {
+        self.offset = offset
+        self.size = size
+    }
 
     func encode(into w: inout ByteWriter) {
         w.appendVarint(offset)
         w.appendVarint(size)
     }
 
-    static func decode(_ r: inout ByteReader) -> BlockHandle? {
+    package static func decode(_ r: inout ByteReader) -> BlockHandle? {
         guard let o = r.readVarint(), let s = r.readVarint() else { return nil }
         return BlockHandle(offset: o, size: s)
     }
@@ -20,7 +27,7 @@ struct BlockHandle: Equatable {
 /// index offset, index size, filter offset, filter size, properties offset, properties size
 /// (6 × u64 LE) | format version (u32 LE) | masked CRC32C of the preceding 52 bytes (u32 LE) |
 /// magic (u64 LE)
-struct SegmentFooter: Equatable {
+package struct SegmentFooter: Equatable {
     var index: BlockHandle
     var filter: BlockHandle
     var properties: BlockHandle
@@ -38,7 +45,7 @@ struct SegmentFooter: Equatable {
         return w.bytes
     }
 
-    static func decode(_ raw: UnsafeRawBufferPointer, file: String, fileSize: UInt64) throws -> SegmentFooter {
+    package static func decode(_ raw: UnsafeRawBufferPointer, file: String, fileSize: UInt64) throws -> SegmentFooter {
         guard raw.count == FormatConstants.segmentFooterBytes, fileSize >= UInt64(raw.count) else {
             throw StorageError.corruption(file: file, offset: 0, reason: "file too short for a segment footer")
         }
@@ -127,3 +134,4 @@ public struct SegmentProperties: Equatable, Sendable {
                                  filterPrefixSuffixBytes: suffixBytes)
     }
 }
+

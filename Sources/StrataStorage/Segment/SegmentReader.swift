@@ -4,7 +4,9 @@ import CLZ4
 /// the first read that needs them; data blocks read on demand through the shared
 /// ``BlockCache``. Every block read is checksum-verified
 /// (SPEC.md §Segment). Safe for concurrent use.
-final class SegmentReader: @unchecked Sendable {
+package final class SegmentReader: @unchecked Sendable {
+    // @unchecked Sendable: immutable after `open`; what it builds at first use (filter, index
+    // summary) is published once through atomic cells.
     let fileNumber: UInt64
     let path: String
     let file: any ReadableFile
@@ -31,7 +33,7 @@ final class SegmentReader: @unchecked Sendable {
     let stats: StatisticsCounters
     private var fileSystem: (any FileSystem)?
 
-    static func open(fileSystem: any FileSystem, path: String, fileNumber: UInt64, cache: BlockCache,
+    package static func open(fileSystem: any FileSystem, path: String, fileNumber: UInt64, cache: BlockCache,
                      stats: StatisticsCounters) throws -> SegmentReader {
         let file = try fileSystem.openImmutable(path)
         do {
@@ -93,7 +95,7 @@ final class SegmentReader: @unchecked Sendable {
 
     /// Whether a block and its trailer lie inside a file of `fileSize` bytes. Both numbers come
     /// from disk: compared without adding them, so no value can overflow.
-    static func handleInRange(_ handle: BlockHandle, fileSize: UInt64) -> Bool {
+    package static func handleInRange(_ handle: BlockHandle, fileSize: UInt64) -> Bool {
         let trailer = UInt64(FormatConstants.blockTrailerBytes)
         return handle.size <= UInt64(Int32.max) && handle.offset <= fileSize && handle.size + trailer <= fileSize - handle.offset
     }
@@ -229,7 +231,7 @@ final class SegmentReader: @unchecked Sendable {
 
     /// The newest entry for `userKey` at or below the lookup key's sequence.
     /// `lookupKey` is the internal key (userKey, seekTrailer(sequence)).
-    func get(lookupKey: UnsafeRawBufferPointer, hash: UInt64) throws -> SegmentLookup? {
+    package func get(lookupKey: UnsafeRawBufferPointer, hash: UInt64) throws -> SegmentLookup? {
         guard let handle = try blockHandle(lookupKey: lookupKey, hash: hash) else { return nil }
         return try lookup(lookupKey, in: try dataBlock(handle))
     }
@@ -305,13 +307,13 @@ final class SegmentReader: @unchecked Sendable {
         cache.prefetch(BlockCache.Key(segmentId: fileNumber, offset: handle.offset))
     }
 
-    func makeIterator(fillCache: Bool = true) -> SegmentIterator {
+    package func makeIterator(fillCache: Bool = true) -> SegmentIterator {
         SegmentIterator(reader: self, fillCache: fillCache)
     }
 }
 
 /// A point-lookup hit in a segment: the value lies at `offset..<offset+count` of the block.
-enum SegmentLookup {
+package enum SegmentLookup {
     case found(Block, Int, Int)
     case deleted
 }

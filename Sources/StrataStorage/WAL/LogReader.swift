@@ -1,10 +1,10 @@
 /// One valid record of a log, as ``LogReader`` hands it over.
-struct LogRecord {
+package struct LogRecord {
     /// The payload, without the durable mark. Valid until the reader's window moves on (see
     /// ``LogReader/beforeWindowMoves``).
-    var payload: UnsafeRawBufferPointer
+    package var payload: UnsafeRawBufferPointer
     /// Offset of the record's header in the file.
-    var offset: Int
+    package var offset: Int
     /// Offset just past the record.
     var end: Int
     /// The durable mark of a WAL record that carries one (SPEC.md §5.1): every byte of this log
@@ -27,7 +27,7 @@ struct LogRecord {
 /// crash or a power cut does to unsynced pages explains them. Otherwise what lies from X on was
 /// never known to be durable, a power cut may have kept any subset of its pages, and reading
 /// stops there: dropping it loses no write that was acknowledged as durable.
-final class LogReader {
+package final class LogReader {
     let file: any ReadableFile
     let path: String
     /// Whether records may carry durable marks (the WAL; never the manifest).
@@ -67,7 +67,7 @@ final class LogReader {
     }
 
     /// A reader over bytes in memory (fuzzing, tests).
-    convenience init(bytes: [UInt8], path: String, allowsMarks: Bool,
+    package convenience init(bytes: [UInt8], path: String, allowsMarks: Bool,
                      plausible: @escaping (_ payloadHead: UnsafeRawBufferPointer, _ payloadCount: Int) -> Bool = { _, _ in true }) {
         self.init(file: MemoryReadableFile(bytes), path: path, allowsMarks: allowsMarks, plausible: plausible)
     }
@@ -75,7 +75,7 @@ final class LogReader {
     deinit { window.deallocate() }
 
     /// Result of reading the whole log.
-    struct Outcome {
+    package struct Outcome {
         /// Offset just past the last valid record.
         var validEnd: Int
         /// Whether a torn tail was dropped after `validEnd`.
@@ -89,7 +89,7 @@ final class LogReader {
     }
 
     /// Calls `body` with each valid record in order, up to the log's end or a torn tail.
-    func forEachRecord(_ body: (LogRecord) throws -> Void) throws -> Outcome {
+    package func forEachRecord(_ body: (LogRecord) throws -> Void) throws -> Outcome {
         var offset = 0
         var sawMark = false
         var ended = false
@@ -193,6 +193,7 @@ final class LogReader {
 
 /// Bytes in memory as a ``ReadableFile``.
 final class MemoryReadableFile: ReadableFile, @unchecked Sendable {
+    // @unchecked Sendable: the bytes are constant after init.
     private let bytes: [UInt8]
     init(_ bytes: [UInt8]) { self.bytes = bytes }
     var size: UInt64 { UInt64(bytes.count) }

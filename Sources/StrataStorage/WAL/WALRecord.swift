@@ -4,7 +4,7 @@
 /// reads that layout: the log writer frames it, recovery, the verifier, the archive's restore
 /// and the fuzz probes parse it. The record's own framing (checksum, length, durable mark) is
 /// ``LogWriter`` and ``LogReader``'s.
-struct WALRecord {
+package struct WALRecord {
     /// The sequence number and the operation count.
     static let headerBytes = 12
 
@@ -18,7 +18,7 @@ struct WALRecord {
     /// Parses a record's payload. Numbers from disk are checked before any arithmetic: a record
     /// too short, or whose sequence numbers run past ``StorageLimits/maxSequence``, is
     /// corruption at `offset` of `path`.
-    init(parsing payload: UnsafeRawBufferPointer, path: String, offset: Int) throws {
+    package init(parsing payload: UnsafeRawBufferPointer, path: String, offset: Int) throws {
         guard payload.count >= Self.headerBytes else {
             throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "WAL record too short")
         }
@@ -40,7 +40,7 @@ struct WALRecord {
 
     /// Calls `body` with each operation, in order; a batch that does not decode exactly is
     /// corruption at `offset` of `path`.
-    func forEachOperation(path: String, offset: Int, _ body: (BatchOperation) throws -> Void) throws {
+    package func forEachOperation(path: String, offset: Int, _ body: (BatchOperation) throws -> Void) throws {
         guard try BatchDecoder.forEach(batch, body) else {
             throw StorageError.corruption(file: path, offset: UInt64(offset), reason: "malformed write batch")
         }

@@ -1,5 +1,5 @@
 /// What reading one WAL found: what the rules across logs (``WALReplay``) decide on.
-struct WALScan {
+package struct WALScan {
     /// The highest sequence number seen (the start when none was).
     var lastSequence: UInt64
     /// Batch records read (end-of-log records not counted).

@@ -3,7 +3,7 @@ import Dispatch
 /// Opening a store (SPEC.md §Recovery): lock, read the manifest, open the live segments, replay
 /// the write-ahead logs into memtables, write a fresh manifest, start a new WAL, and remove the
 /// files nothing refers to.
-enum Recovery {
+package enum Recovery {
     struct Result {
         var lock: any FileLock
         var versions: VersionSet
@@ -290,6 +290,8 @@ enum Recovery {
 
     /// One operation of a WAL being replayed: where its key and value lie in the reader's window.
     private struct ReplayOperation: @unchecked Sendable {
+        // @unchecked Sendable: the pointers are into the reader's window, which does not move until
+        // the parallel inserts that read them have returned.
         var key: UnsafeRawPointer?
         var value: UnsafeRawPointer?
         var sequence: UInt64
@@ -329,7 +331,7 @@ enum Recovery {
     /// separate threads (different memtables share nothing); ``finishLoading(_:)`` links them
     /// once every log is read. A malformed record fails the open before anything after it is
     /// written; what was written before goes with the failed open.
-    static func replay(wal path: String, fs: any FileSystem, into loaders: [UInt32: MemtableLoader],
+    package static func replay(wal path: String, fs: any FileSystem, into loaders: [UInt32: MemtableLoader],
                        after start: UInt64) throws -> WALScan {
         var last = start
         let file = try fs.openReadable(path)
@@ -386,7 +388,7 @@ enum Recovery {
 
     /// Links what the replay wrote into each memtable, the memtables on separate threads when
     /// there is enough to do.
-    static func finishLoading(_ loaders: [MemtableLoader]) {
+    package static func finishLoading(_ loaders: [MemtableLoader]) {
         let work = loaders.filter { !$0.isEmpty }
         if work.count > 1 && work.reduce(0, { $0 + $1.memtable.entryCount }) >= parallelReplayMinimum {
             DispatchQueue.concurrentPerform(iterations: work.count) { i in work[i].finish() }

@@ -1,3 +1,6 @@
+import Strata
+import StrataStorage
+
 /// The object layer's decoders run on arbitrary bytes: what the `StrataTesting` product's
 /// `_ObjectFuzzTarget` calls. Every input must end in a value or a typed error, never a crash.
 /// Package-visible only: the decoders are internal.

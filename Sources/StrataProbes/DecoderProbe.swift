@@ -1,3 +1,5 @@
+import StrataStorage
+
 /// Each file format's decoders run on arbitrary bytes: what the fuzz targets of the
 /// `StrataTesting` product (`_FuzzTarget`) and the corpus replay test call. Every input must end
 /// in a result or a typed error, never a crash, a hang or a sanitizer report. Package-visible
@@ -150,7 +152,7 @@ package enum DecoderProbe {
     }
 
     /// Writes a whole file through the file system's own interface.
-    static func write(_ bytes: [UInt8], to path: String, in fs: any FileSystem) throws {
+    package static func write(_ bytes: [UInt8], to path: String, in fs: any FileSystem) throws {
         let file = try fs.openWritable(path, truncate: true)
         try bytes.withUnsafeBytes { try file.append($0) }
         try file.close()

@@ -124,11 +124,11 @@ public struct WriteBatch: Sendable {
 }
 
 /// One decoded operation of a batch, pointing into the batch's bytes.
-struct BatchOperation {
+package struct BatchOperation {
     var kind: EntryKind
     var keySpaceId: UInt32
-    var key: UnsafeRawBufferPointer
-    var value: UnsafeRawBufferPointer
+    package var key: UnsafeRawBufferPointer
+    package var value: UnsafeRawBufferPointer
 }
 
 enum BatchDecoder {

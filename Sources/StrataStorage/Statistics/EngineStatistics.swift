@@ -3,7 +3,9 @@ import Synchronization
 /// Engine counters, updated with relaxed atomics on the hot paths. `base` holds what earlier
 /// sessions of the store counted (the `STATS` file, SPEC.md §3.1): counters since open plus
 /// `base` are the store's lifetime figures.
-final class StatisticsCounters: Sendable {
+package final class StatisticsCounters: Sendable {
+    package init() {}
+
     let userBytesWritten = Atomic<UInt64>(0)
     let walBytesWritten = Atomic<UInt64>(0)
     let segmentBytesWritten = Atomic<UInt64>(0)

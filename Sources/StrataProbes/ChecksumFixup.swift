@@ -1,12 +1,14 @@
+import StrataStorage
+
 /// Makes the checksums of fuzzed bytes right, so that a fuzzer's mutations reach the decoders
 /// behind the checksums instead of stopping at the first one (RELIABILITY.md §6). Each function
 /// walks the bytes the way a reader would and rewrites every checksum it finds to match. Only
 /// for `_FuzzTarget`: the engine itself never repairs a checksum.
-enum ChecksumFixup {
+package enum ChecksumFixup {
     /// Rewrites a log's records (SPEC.md §5) to be well formed: each length is folded into
     /// what is left of the bytes (keeping the mark flag where marks are allowed) and each CRC
     /// recomputed, except the record numbered `leave` (if any), which keeps its damage.
-    static func fixLog(_ bytes: inout [UInt8], allowsMarks: Bool, leave: Int?) {
+    package static func fixLog(_ bytes: inout [UInt8], allowsMarks: Bool, leave: Int?) {
         let header = FormatConstants.logRecordHeaderBytes
         var offset = 0
         var index = 0
@@ -29,7 +31,7 @@ enum ChecksumFixup {
 
     /// Rewrites a segment's footer CRC, then the trailer CRC of every block the footer names
     /// and of every data block an uncompressed index names (SPEC.md §6).
-    static func fixSegment(_ bytes: inout [UInt8]) {
+    package static func fixSegment(_ bytes: inout [UInt8]) {
         let footerBytes = FormatConstants.segmentFooterBytes
         guard bytes.count >= footerBytes else { return }
         let footer = bytes.count - footerBytes
@@ -60,7 +62,7 @@ enum ChecksumFixup {
     }
 
     /// Rewrites a `STATS` file's trailing CRC (SPEC.md §3.1), so that its counters are read.
-    static func fixStats(_ bytes: inout [UInt8]) {
+    package static func fixStats(_ bytes: inout [UInt8]) {
         guard bytes.count >= 12 else { return }
         let crc = bytes.withUnsafeBytes { Checksum.crc32c(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)])) }
         write32(&bytes, bytes.count - 4, Checksum.mask(crc))
@@ -68,7 +70,7 @@ enum ChecksumFixup {
 
     /// Rewrites one block's trailer CRC (over payload and compression byte) when the block
     /// lies in the file.
-    static func fixBlock(_ bytes: inout [UInt8], _ handle: BlockHandle) {
+    package static func fixBlock(_ bytes: inout [UInt8], _ handle: BlockHandle) {
         guard SegmentReader.handleInRange(handle, fileSize: UInt64(bytes.count)) else { return }
         let start = Int(handle.offset), end = Int(handle.offset) + Int(handle.size) + 1
         let crc = bytes.withUnsafeBytes { Checksum.crc32c(UnsafeRawBufferPointer(rebasing: $0[start..<end])) }

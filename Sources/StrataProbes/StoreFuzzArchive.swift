@@ -1,3 +1,5 @@
+import StrataStorage
+
 /// A whole store directory as one fuzzer input, for the `store` fuzz target: what recovery meets
 /// when it lists a directory, recognises the store's files among others, follows `CURRENT`,
 /// replays the manifest and the WALs and opens the segments.
