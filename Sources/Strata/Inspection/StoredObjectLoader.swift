@@ -130,15 +130,12 @@ struct StoredObjectLoader {
         let key = ObjectKey(entityId: record.entityId, id: id)
         var oldToOne: [UInt32: Id] = [:]
         var oldIndex: IndexValues?
-        let stored: Bool
-        do {
-            stored = try t.withObject(key) { old in
+        let stored = try StrataError.decoding(entity: record.name, id: id) {
+            try t.withObject(key) { old in
                 oldToOne = try ObjectBytes.toOneTargets(in: old, propertyIds: toOneIds)
                 if let ix = indexes { oldIndex = try t.indexValues(of: old, id: id, indexes: ix) }
             }
-        } catch let e as StrataError { throw e } catch let failure as CodecFailure {
-            throw .corruptObject(entity: record.name, id: id, reason: failure.reason)
-        } catch { throw StrataError(error) }
+        }
         defer { t.recycle(oldIndex) }
 
         // Targets first: nothing is written for an object whose relation would dangle. The

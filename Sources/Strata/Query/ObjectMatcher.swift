@@ -53,13 +53,7 @@ final class ObjectMatcher {
     /// Reads the needed fields of one stored object; they stay valid while `bytes` do.
     func load(_ bytes: UnsafeRawBufferPointer, id: Id) throws(StrataError) {
         for i in types.indices where needed[i] { fields[i] = defaults[i] }
-        do {
-            try read(bytes, into: fields)
-        } catch let failure as CodecFailure {
-            throw .corruptObject(entity: binding.name, id: id, reason: failure.reason)
-        } catch {
-            throw StrataError(error)
-        }
+        try StrataError.decoding(entity: binding.name, id: id) { try read(bytes, into: fields) }
     }
 
     func field(_ i: Int) -> FieldView { fields[i] }

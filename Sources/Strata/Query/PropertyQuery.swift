@@ -281,13 +281,9 @@ struct FieldDecoder<V> {
 
     /// The field's value in `raw` (nil when nil), with its comparable form when `keyed`.
     func value(in raw: UnsafeRawBufferPointer, id: Id, entity: String, keyed: Bool) throws(StrataError) -> (V, QueryValue)? {
-        do {
+        try StrataError.decoding(entity: entity, id: id) {
             if let found = try read(raw, keyed: keyed) { return found.value }
             return try read(defaults, keyed: keyed)?.value
-        } catch let failure as CodecFailure {
-            throw .corruptObject(entity: entity, id: id, reason: failure.reason)
-        } catch {
-            throw StrataError(error)
         }
     }
 

@@ -45,7 +45,7 @@ enum QueryRun {
             }
             if let plan { sortedCandidates = try plan.candidates(store: store, binding: b, in: t) }
         }
-        do {
+        try StrataError.decoding(entity: b.name, id: 0) {
             let fields: Set<Int>
             if let cached = reuse?.fields, cached.needed == fieldsNeeded {
                 fields = cached.all
@@ -74,12 +74,6 @@ enum QueryRun {
             } else {
                 try t.forEachObject(entityId: b.entityId) { id, raw in try visit(id, raw) }
             }
-        } catch let e as StrataError {
-            throw e
-        } catch let failure as CodecFailure {
-            throw .corruptObject(entity: b.name, id: 0, reason: failure.reason)
-        } catch {
-            throw StrataError(error)
         }
     }
 

@@ -52,7 +52,7 @@ extension Query {
         reuse.uniqueScratch = []
         defer { reuse.uniqueScratch = scratch }
         var answered = true
-        do {
+        try StrataError.decoding(entity: b.name, id: 0) {
             try key.withUnsafeBytes { k throws in
                 guard let id = try store.latest.indexHolder(ofKey: k) else { return }
                 let stored = try store.latest.withObject(ObjectKey(entityId: b.entityId, id: id)) { bytes in
@@ -67,12 +67,6 @@ extension Query {
                 // The entry named an object removed since: a writer is between its two writes.
                 if !stored { answered = false }
             }
-        } catch let e as StrataError {
-            throw e
-        } catch let failure as CodecFailure {
-            throw .corruptObject(entity: b.name, id: 0, reason: failure.reason)
-        } catch {
-            throw StrataError(error)
         }
         return answered
     }

@@ -109,7 +109,7 @@ struct EdgeMaintenance {
 
         // Outgoing to-ones: their backlink entries.
         let toOnes = record.properties.filter { !$0.isRemoved && $0.type == .toOne }.map(\.id)
-        let targets = try Self.decoding(entityName, id) {
+        let targets = try StrataError.decoding(entity: entityName, id: id) {
             try bytes.withUnsafeBytes { try ObjectBytes.toOneTargets(in: $0, propertyIds: toOnes) }
         }
         // Embedded objects this one owns are removed with it (after its own edges are gone).
@@ -136,7 +136,7 @@ struct EdgeMaintenance {
                 for source in try t.edgeSources(sharingPrefixWith: prefix) {
                     let sourceKey = ObjectKey(entityId: sourceEntity, id: source)
                     if let sourceBytes = try t.objectBytes(sourceKey) {
-                        let cleared = try Self.decoding(entityName, source) { try ObjectBytes.clearingField(property.id, in: sourceBytes) }
+                        let cleared = try StrataError.decoding(entity: entityName, id: source) { try ObjectBytes.clearingField(property.id, in: sourceBytes) }
                         // A to-one indexed in a composite index: its entry moves to the nil target.
                         if let ix = store.indexes(entityId: sourceEntity), ix.reads(propertyId: property.id) {
                             let old = try t.indexValues(of: sourceBytes, id: source, indexes: ix)
@@ -186,14 +186,6 @@ struct EdgeMaintenance {
         }
         // The caller has just read the object, so it exists as the transaction sees it.
         t.overlay?.writeObject(key, value: nil, committedPresent: true)
-    }
-
-    private static func decoding<R>(_ entity: String, _ id: Id, _ body: () throws -> R) throws(StrataError) -> R {
-        do { return try body() } catch let failure as CodecFailure {
-            throw .corruptObject(entity: entity, id: id, reason: failure.reason)
-        } catch {
-            throw StrataError(error)
-        }
     }
 }
 

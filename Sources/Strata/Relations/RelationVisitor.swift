@@ -65,25 +65,27 @@ public struct RelationVisitor {
 
     /// Visits a standalone to-many.
     public mutating func visit<T: Entity>(_ relation: ToMany<T>, field: Int) throws {
-        switch phase {
-        case .beforeWrite, .assignToOne:
-            return
-        case .afterWrite, .attach:
-            if case .afterWrite = phase, let t = transaction { relation.logAttachment(in: t) }
-            relation.attachStandalone(store: store, entityId: binding.entityId, propertyId: binding.propertyIds[field], ownerId: ownerId)
-            // Checked here: entering the generic `apply` costs runtime metadata lookups.
-            if case .afterWrite = phase, relation.hasChanges, let t = transaction { try relation.apply(in: t, store: store) }
-        }
+        let (store, entityId, propertyId, ownerId) = (store, binding.entityId, binding.propertyIds[field], ownerId)
+        try visitToMany(relation) { $0.attachStandalone(store: store, entityId: entityId, propertyId: propertyId, ownerId: ownerId) }
     }
 
     /// Visits a backlink.
     public mutating func visit<T: Entity>(_ relation: ToMany<T>, backlink: Int) throws {
+        let (store, owner, ownerId) = (store, binding, ownerId)
+        try visitToMany(relation) { $0.attachBacklink(store: store, owner: owner, index: backlink, ownerId: ownerId) }
+    }
+
+    /// Attaches a to-many (either role) to its owner after a read or a put; after a put, applies
+    /// its pending changes.
+    @inline(__always)
+    private func visitToMany<T: Entity>(_ relation: ToMany<T>, attach: (ToMany<T>) -> Void) throws {
         switch phase {
         case .beforeWrite, .assignToOne:
             return
         case .afterWrite, .attach:
             if case .afterWrite = phase, let t = transaction { relation.logAttachment(in: t) }
-            relation.attachBacklink(store: store, owner: binding, index: backlink, ownerId: ownerId)
+            attach(relation)
+            // Checked here: entering the generic `apply` costs runtime metadata lookups.
             if case .afterWrite = phase, relation.hasChanges, let t = transaction { try relation.apply(in: t, store: store) }
         }
     }

@@ -95,19 +95,13 @@ struct PutOperation<T: Entity> {
     private func readOldState(_ id: Id) throws(StrataError) -> OldState {
         let b = binding
         var old = OldState()
-        do {
-            old.stored = try transaction.withObject(ObjectKey(entityId: b.entityId, id: id)) { bytes in
+        old.stored = try StrataError.decoding(entity: b.name, id: id) {
+            try transaction.withObject(ObjectKey(entityId: b.entityId, id: id)) { bytes in
                 if !b.toOnePropertyIds.isEmpty {
                     old.toOneTargets = try ObjectBytes.toOneTargets(in: bytes, propertyIds: b.toOnePropertyIds)
                 }
                 if let ix = b.indexes { old.indexValues = try transaction.indexValues(of: bytes, id: id, indexes: ix) }
             }
-        } catch let e as StrataError {
-            throw e
-        } catch let failure as CodecFailure {
-            throw .corruptObject(entity: b.name, id: id, reason: failure.reason)
-        } catch {
-            throw StrataError(error)
         }
         return old
     }

@@ -97,6 +97,18 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     /// Maps engine errors into this type; a closed engine is a closed store.
+    /// Runs `body`, which reads stored bytes of object `id` of `entity`: a value that does not
+    /// decode is that object's damage (``corruptObject(entity:id:reason:)``), any other error is
+    /// mapped as ``init(_:)`` maps it. The one mapping of the reads that decode.
+    @inline(__always)
+    static func decoding<R>(entity: String, id: Id, _ body: () throws -> R) throws(StrataError) -> R {
+        do { return try body() } catch let failure as CodecFailure {
+            throw .corruptObject(entity: entity, id: id, reason: failure.reason)
+        } catch {
+            throw StrataError(error)
+        }
+    }
+
     init(_ error: any Error) {
         switch error {
         case let e as StrataError: self = e
