@@ -36,7 +36,8 @@ public final class EngineIterator {
     /// Whether the iterator is at an entry.
     public var isValid: Bool { valid }
 
-    /// The current key. Valid until the iterator moves.
+    /// The current key. Valid until the iterator moves. Raw bytes, not `[UInt8]`: every scan and query step reads
+    /// it, and a copy per entry was measured.
     public var key: UnsafeRawBufferPointer {
         precondition(valid, "EngineIterator.key read while not valid")
         if direction == .forward { return InternalKey.userKey(iter.key) }

@@ -24,7 +24,7 @@ public struct KeyList: Sendable {
 
     public var isEmpty: Bool { ends.isEmpty }
 
-    /// Adds a key at the end.
+    /// Adds a key at the end. Raw bytes, not `[UInt8]`: a batched get builds its keys in a reused buffer.
     public mutating func append(_ key: UnsafeRawBufferPointer) {
         bytes.append(contentsOf: key)
         ends.append(bytes.count)

@@ -37,7 +37,9 @@ public struct WriteBatch: Sendable {
         maxKeySpaceId = 0
     }
 
-    /// Adds a put of `value` under `key` in `keySpace`.
+    /// Adds a put of `value` under `key` in `keySpace`. Raw bytes, not `[UInt8]`: a commit encodes every object,
+    /// edge and index entry from its own buffers (the `[UInt8]` overload below copies nothing
+    /// more).
     @inlinable
     public mutating func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, in keySpace: KeySpace) {
         if key.count > StorageLimits.maxKeyBytes {
