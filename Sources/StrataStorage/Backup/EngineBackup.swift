@@ -83,15 +83,7 @@ extension Engine {
         guard let target else { return }
         while manifestLock.withLock({ versions.logNumber }) < target {
             if isClosed.load(ordering: .relaxed) { throw StorageError.closed }
-            if !flushRunning {
-                // A failed flush is reported once, then retried by the next flush or write.
-                if let e = backgroundError {
-                    backgroundError = nil
-                    throw e
-                }
-                scheduleFlush()
-            }
-            commitLock.wait()
+            try awaitFlush()
         }
     }
 }

@@ -16,16 +16,22 @@ extension Engine {
         }
         try makeRoomForWrite(force: true)
         while immutables != nil {
-            if !flushRunning {
-                // A failed flush is reported once, then retried by the next flush or write.
-                if let e = backgroundError {
-                    backgroundError = nil
-                    throw e
-                }
-                scheduleFlush()
-            }
-            commitLock.wait()
+            try awaitFlush()
         }
+    }
+
+    /// One wait on the commit lock for the flush that frees the memtable: starts one
+    /// when none runs, and throws a failed flush's error once (the next flush or write retries).
+    /// REQUIRES: `commitLock` held.
+    func awaitFlush() throws {
+        if !flushRunning {
+            if let e = backgroundError {
+                backgroundError = nil
+                throw e
+            }
+            scheduleFlush()
+        }
+        commitLock.wait()
     }
 
     /// REQUIRES: `commitLock` held.
