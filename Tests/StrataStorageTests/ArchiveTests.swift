@@ -263,6 +263,44 @@ import StrataTesting
         #expect(try Self.contents(ofStoreAt: root.path + "/b") == model)
     }
 
+    /// Ages and instants that are not finite numbers are refused with a typed error (they
+    /// trapped converting to microseconds, on the archiver's thread for a retention age); a
+    /// finite one past any clock is "forever", not an overflow.
+    @Test func agesAndInstantsThatAreNotNumbersAreRefusedAndForeverIsNoTrap() throws {
+        let dir = TemporaryDirectory(), archive = TemporaryDirectory(), root = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: root.path, withIntermediateDirectories: true)
+        let target = DirectoryArchiveTarget(path: archive.path)
+        for age in [Double.nan, -1, .infinity] {
+            #expect(throws: StorageError.invalidOption(name: "archive.retention", reason: "\(age) is not a finite number of seconds ≥ 0")) {
+                try Engine.open(directory: dir.path, options: Self.archived(target, retention: .seconds(age)))
+            }
+        }
+        for interval in [Double.nan, -1, -Double.infinity] {
+            var o = Self.archived(target)
+            o.archive!.stateInterval = interval
+            #expect(throws: StorageError.invalidOption(name: "archive.stateInterval", reason: "\(interval) is not a finite number of seconds ≥ 0")) {
+                try Engine.open(directory: dir.path, options: o)
+            }
+        }
+        #expect(try target.list().isEmpty)
+        // An age of 10^300 seconds keeps every state; retention runs at each state shipment.
+        let e = try Engine.open(directory: dir.path, options: Self.archived(target, retention: .seconds(1e300)))
+        var model: [String: String] = [:], history: [UInt64: [String: String]] = [0: [:]]
+        for round in 0..<3 {
+            try Self.workload(e, commits: 10, seed: UInt64(round), model: &model, history: &history, flushEvery: 5)
+            try e.archiveNow()
+        }
+        e.close()
+        for seconds in [Double.nan, .infinity, -Double.infinity] {
+            #expect(throws: StorageError.invalidOption(name: "at", reason: "\(seconds) is not a point in time")) {
+                try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/never", at: .time(secondsSince1970: seconds))
+            }
+        }
+        // An instant past any clock is the latest commit.
+        _ = try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/future", at: .time(secondsSince1970: 1e300))
+        #expect(try Self.contents(ofStoreAt: root.path + "/future") == model)
+    }
+
     @Test func aDamagedArchiveIsNamedOrRestoredUpToTheDamage() throws {
         let dir = TemporaryDirectory(), archive = TemporaryDirectory(), root = TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: root.path, withIntermediateDirectories: true)

@@ -125,7 +125,10 @@ extension Engine {
             }
             chosen = (g, n)
         case let .time(seconds):
-            let limit = Int64((seconds * 1e6).rounded(.down))
+            guard seconds.isFinite else {
+                throw StorageError.invalidOption(name: "at", reason: "\(seconds) is not a point in time")
+            }
+            let limit = Archiver.micros(seconds: seconds)
             var best: (g: ArchivedGeneration, time: ArchivedLogPiece.CommitTime)?
             for g in generations.values where !g.states.isEmpty {
                 // Commit times, and the points states were taken at (an open's has no commit).

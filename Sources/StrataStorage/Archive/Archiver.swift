@@ -319,7 +319,8 @@ final class Archiver: @unchecked Sendable {
         switch options.retention {
         case let .states(n): keep = max(1, n)
         case let .seconds(age):
-            let cutoff = Self.nowMicros() - Int64(age * 1e6)
+            // now ≥ 0 and the age in 0...Int64.max: the difference cannot overflow.
+            let cutoff = Self.nowMicros() - Self.micros(seconds: age)
             keep = max(1, decoded.prefix { $0.state.micros >= cutoff }.count)
         }
         guard decoded.count > keep else { return }
@@ -339,6 +340,15 @@ final class Archiver: @unchecked Sendable {
                 break
             }
         }
+    }
+
+    /// `seconds` (finite: checked at open) in microseconds, saturated at Int64's range: an age
+    /// of a million years is "everything", not an overflow trap.
+    static func micros(seconds: Double) -> Int64 {
+        let m = (seconds * 1e6).rounded(.down)
+        if m >= 9.2e18 { return .max }
+        if m <= -9.2e18 { return .min }
+        return Int64(m)
     }
 
     static func nowMicros() -> Int64 {

@@ -151,6 +151,14 @@ public final class Engine: @unchecked Sendable {
         if let a = options.archive, !(a.interval > 0 && a.interval <= 3600) {
             throw StorageError.invalidOption(name: "archive.interval", reason: "\(a.interval) is outside (0, 3600] seconds")
         }
+        // NaN and infinities compare false or overflow a conversion to microseconds: refused
+        // here, where the app sees the error, rather than on the archiver's thread.
+        if let a = options.archive, !(a.stateInterval.isFinite && a.stateInterval >= 0) {
+            throw StorageError.invalidOption(name: "archive.stateInterval", reason: "\(a.stateInterval) is not a finite number of seconds ≥ 0")
+        }
+        if let a = options.archive, case let .seconds(age) = a.retention, !(age.isFinite && age >= 0) {
+            throw StorageError.invalidOption(name: "archive.retention", reason: "\(age) is not a finite number of seconds ≥ 0")
+        }
         for (name, n) in options.prefixFilters where !(1...StorageLimits.maxKeyBytes).contains(n) {
             throw StorageError.invalidOption(name: "prefixFilters[\"\(name)\"]",
                                              reason: "\(n) is outside 1...\(StorageLimits.maxKeyBytes)")
