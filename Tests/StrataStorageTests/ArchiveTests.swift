@@ -301,6 +301,31 @@ import StrataTesting
         #expect(try Self.contents(ofStoreAt: root.path + "/future") == model)
     }
 
+    /// A put cut short leaves no temporary file: a failed rename removes it, and what a crash
+    /// left is removed when the next archiver starts.
+    @Test func putsCutShortLeaveNoTemporaryFiles() throws {
+        let dir = TemporaryDirectory(), archive = TemporaryDirectory()
+        // A failed rename: the put throws and its temporary file is gone.
+        let faulty = FaultInjectingFileSystem(wrapping: PosixFileSystem())
+        let failing = DirectoryArchiveTarget(path: archive.path, fileSystem: faulty)
+        faulty.injectFault(.init(afterOperations: 0, operations: [.rename], error: .io(operation: "rename", path: "injected", errno: 5)))
+        #expect(throws: StorageError.self) { try failing.put("seg-000000000001", [1, 2, 3]) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: archive.path).isEmpty)
+        // A crash's leftovers (written and never renamed) go when the archiver starts.
+        for name in ["incoming-seg-000000000007", "incoming-0123456789abcdef-log-000000000003-00000000000000000000"] {
+            #expect(FileManager.default.createFile(atPath: archive.path + "/" + name, contents: Data([9, 9, 9])))
+        }
+        let target = DirectoryArchiveTarget(path: archive.path)
+        #expect(try target.list().isEmpty)
+        let e = try Engine.open(directory: dir.path, options: Self.archived(target))
+        var model: [String: String] = [:], history: [UInt64: [String: String]] = [0: [:]]
+        try Self.workload(e, commits: 10, seed: 3, model: &model, history: &history)
+        try e.archiveNow()
+        e.close()
+        let names = try FileManager.default.contentsOfDirectory(atPath: archive.path)
+        #expect(!names.isEmpty && !names.contains { $0.hasPrefix("incoming-") })
+    }
+
     @Test func aDamagedArchiveIsNamedOrRestoredUpToTheDamage() throws {
         let dir = TemporaryDirectory(), archive = TemporaryDirectory(), root = TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: root.path, withIntermediateDirectories: true)

@@ -16,6 +16,16 @@ public protocol ArchiveTarget: Sendable {
     func list() throws -> [String]
     /// Removes the object `name`; removing one that is not there is success.
     func delete(_ name: String) throws
+    /// Removes what puts cut short left behind (a crash between writing an object and naming
+    /// it), if the target can hold such things. The archiver calls it once when it starts,
+    /// before its first put; the default does nothing (an object store's put is atomic).
+    func removeIncompleteObjects() throws
+}
+
+extension ArchiveTarget {
+    /// Nothing to remove: a target whose puts are atomic (an object store) leaves no partial
+    /// objects.
+    public func removeIncompleteObjects() throws {}
 }
 
 /// An ``ArchiveTarget`` that keeps each object as a file in one directory. A put writes and
@@ -58,9 +68,26 @@ public struct DirectoryArchiveTarget: ArchiveTarget {
             try? fileSystem.removeFile(tmp)
             throw error
         }
-        try file.close()
-        try fileSystem.rename(tmp, to: finalPath)
+        do {
+            try file.close()
+            try fileSystem.rename(tmp, to: finalPath)
+        } catch {
+            // Not left behind for a crash-time clean-up to find: the put failed here.
+            try? fileSystem.removeFile(tmp)
+            throw error
+        }
         try fileSystem.syncDirectory(path)
+    }
+
+    /// Removes the temporary files of puts a crash cut short (``temporaryPrefix``): the
+    /// archiver's first call, when no put of its store is under way (one process has a store
+    /// open at a time). A target holds one store's archive (SPEC.md §3.3); were another store's
+    /// put under way, it would fail at its rename and be retried.
+    public func removeIncompleteObjects() throws {
+        guard fileSystem.directoryExists(path) else { return }
+        for name in try fileSystem.listDirectory(path) where name.hasPrefix(Self.temporaryPrefix) {
+            try fileSystem.removeFile(joinPath(path, name))
+        }
     }
 
     public func get(_ name: String) throws -> [UInt8] {

@@ -185,6 +185,11 @@ final class Archiver: @unchecked Sendable {
 
     private func run() {
         var failures = 0
+        // What an earlier session's crash left half-put. A failure here is reported like a
+        // failed round's and the archive goes on: a leftover only takes space.
+        do { try options.target.removeIncompleteObjects() } catch {
+            lock.withLock { status.lastError = "\(error)" }
+        }
         while true {
             let (states, snapshot, finishing): ([(Version, ArchivedState)], [UInt64: PendingLog], Bool) = lock.withLock {
                 let wait = failures == 0 ? options.interval : min(30, options.interval * Double(1 << min(failures, 10)))
