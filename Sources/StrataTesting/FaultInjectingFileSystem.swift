@@ -24,12 +24,14 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
         case rename
         case remove
         case syncDirectory
+        /// A hard link (a backup's segments, ``FileSystem/linkFile(_:to:)``).
+        case link
         /// A read of a file opened with `openReadable` or `openImmutable`. Faulted only when a
         /// fault names it: the default set is every operation that changes something.
         case read
 
         /// Every operation that changes a file or a directory (not ``read``).
-        public static let changing: Set<Operation> = [.open, .write, .sync, .rename, .remove, .syncDirectory]
+        public static let changing: Set<Operation> = [.open, .write, .sync, .rename, .remove, .syncDirectory, .link]
     }
 
     /// Fails the operation after `afterOperations` matching operations have succeeded. A failed
@@ -164,6 +166,11 @@ public final class FaultInjectingFileSystem: FileSystem, Sendable {
     public func rename(_ from: String, to: String) throws {
         try check(.rename)
         try wrapped.rename(from, to: to)
+    }
+
+    public func linkFile(_ from: String, to: String) throws {
+        try check(.link)
+        try wrapped.linkFile(from, to: to)
     }
 
     public func syncDirectory(_ path: String) throws {

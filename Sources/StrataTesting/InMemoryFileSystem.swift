@@ -299,6 +299,16 @@ public final class InMemoryFileSystem: FileSystem, Sendable {
         }
     }
 
+    /// A second name for the file at `from`, as a hard link is: both names reach the same bytes,
+    /// and each name's directory entry is durable once its directory is synced.
+    public func linkFile(_ from: String, to: String) throws {
+        try state.withLock { s in
+            guard let id = s.names[from] else { throw StorageError.io(operation: "link", path: from, errno: 2) }
+            guard s.names[to] == nil else { throw StorageError.io(operation: "link", path: to, errno: 17) }
+            s.names[to] = id
+        }
+    }
+
     public func syncDirectory(_ path: String) throws {
         state.withLock { s in
             let dir = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path

@@ -84,6 +84,25 @@ import StrataTesting
         #expect(try Self.contents(ofStoreAt: copied.path) == Self.contents(e))
     }
 
+    /// The test file systems link as a disk does (issue 54: they copied, so the crash and fault
+    /// campaigns never met a linked backup), and a link that fails falls back to copying.
+    @Test func backupsLinkInTheTestFileSystemsAndCopyWhenALinkFails() throws {
+        let memory = InMemoryFileSystem()
+        let fs = FaultInjectingFileSystem(wrapping: memory)
+        let e = try Engine.open(directory: "/db", options: .testing(fs, memtableBytes: 16 << 10, blockBytes: 512))
+        defer { e.close() }
+        try Self.fill(e, rounds: 9)
+        let expected = try Self.contents(e)
+        let linked = try e.backup(toDirectoryPath: "/linked")
+        #expect(linked.segments > 2 && linked.filesLinked == linked.segments)
+        #expect(try Self.contents(ofStoreAt: "/linked", fileSystem: memory) == expected)
+        fs.injectFault(.init(afterOperations: 0, operations: [.link], error: .io(operation: "link", path: "injected", errno: 18)))
+        let copied = try e.backup(toDirectoryPath: "/copied")
+        #expect(copied.filesLinked == 0 && copied.filesCopied == copied.segments)
+        #expect(try Self.contents(ofStoreAt: "/copied", fileSystem: memory) == expected)
+        #expect(try Self.contents(e) == expected)
+    }
+
     /// A restore copies by default (issue 54): the restored store shares no disk block, mode or
     /// owner with its backup; links only when asked.
     @Test func aRestoreCopiesUnlessAskedToLink() throws {
