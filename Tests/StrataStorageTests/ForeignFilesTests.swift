@@ -14,6 +14,23 @@ import Testing
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
     }
 
+    /// A store opened under directories that do not exist creates them (each synced into its
+    /// parent, issue 54: `strace -e fsync` shows one fsync per created level), and a file in
+    /// the way is a typed error, not a store.
+    @Test func aStoreInMissingDirectoriesCreatesThemAndAFileInTheWayIsAnError() throws {
+        let root = TemporaryDirectory()
+        let path = root.path + "/a/b/store"
+        let e = try Engine.open(directory: path, options: .testing())
+        try e.put("k", "v", in: e.defaultKeySpace)
+        e.close()
+        let again = try Engine.open(directory: path, options: .testing())
+        #expect(try again.getString("k", in: again.defaultKeySpace) == "v")
+        again.close()
+        #expect(FileManager.default.createFile(atPath: root.path + "/file", contents: Data([1])))
+        #expect(throws: StorageError.self) { try Engine.open(directory: root.path + "/file/store", options: .testing()) }
+        #expect(throws: StorageError.self) { try PosixFileSystem().createDirectory(root.path + "/file/x") }
+    }
+
     @Test func aNonEmptyDirectoryThatIsNotAStoreIsRefusedAndLeftAlone() throws {
         let dir = TemporaryDirectory()
         try fm.createDirectory(atPath: dir.path, withIntermediateDirectories: true)

@@ -7,7 +7,9 @@
 /// let engine = try Engine.open(directory: "/db", options: .init(fileSystem: fs))
 /// ```
 public protocol FileSystem: Sendable {
-    /// Creates the directory and its parents; succeeds if it exists.
+    /// Creates the directory and its parents; succeeds if it exists. Each directory it creates
+    /// is durable in its parent when it returns (a power cut cannot take a store's directory
+    /// after its first durable write).
     func createDirectory(_ path: String) throws
     func fileExists(_ path: String) -> Bool
     func directoryExists(_ path: String) -> Bool

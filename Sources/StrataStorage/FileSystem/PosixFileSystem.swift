@@ -57,8 +57,12 @@ public struct PosixFileSystem: FileSystem {
     public func createDirectory(_ path: String) throws {
         var prefix = path.hasPrefix("/") ? "/" : ""
         for part in path.split(separator: "/") {
+            let parent = prefix.isEmpty ? "." : prefix
             prefix += part
-            if mkdir(prefix, mode_t(directoryMode)) != 0, errno != EEXIST {
+            if mkdir(prefix, mode_t(directoryMode)) == 0 {
+                // The new entry lives in the parent's directory data: synced like a file's.
+                try syncDirectory(parent)
+            } else if errno != EEXIST {
                 throw posixError("mkdir", prefix)
             }
             prefix += "/"
