@@ -294,6 +294,29 @@ import Testing
         #expect(notAnArchive.stderr.contains("neither a backup"), "\(notAnArchive.stderr)")
     }
 
+    /// Lines longer than the pieces `load` reads the file in (1 MiB) arrive whole, each byte
+    /// searched for a newline once (issue 54: a long line was searched again with every piece,
+    /// and copied, which took its length squared).
+    @Test func loadReadsLinesLongerThanItsReadPieces() throws {
+        let dir = TemporaryDirectory(), copy = TemporaryDirectory(), files = TemporaryDirectory()
+        let names = ["short", String(repeating: "é", count: 1_300_000), String(repeating: "x", count: 2_500_001), "last"]
+        for path in [dir.path, copy.path] {
+            let store = try Store(directoryPath: path)
+            if path == dir.path { try store.box(for: Tutor.self).put(names.map { Tutor(name: $0) }) } else { _ = store.box(for: Tutor.self) }
+            store.close()
+        }
+        try FileManager.default.createDirectory(atPath: files.path, withIntermediateDirectories: true)
+        let dump = try ToolRunner.run(["dump", dir.path, "Tutor"])
+        #expect(dump.status == 0)
+        try dump.stdout.write(toFile: files.path + "/t.jsonl", atomically: true, encoding: .utf8)
+        let load = try ToolRunner.run(["load", copy.path, "Tutor", files.path + "/t.jsonl", "--json"])
+        #expect(load.status == 0, "\(load.stderr)")
+        #expect(load.jsonObject["objects"] as? Int == names.count)
+        let store = try Store(directoryPath: copy.path)
+        defer { store.close() }
+        #expect(try store.box(for: Tutor.self).all().map(\.name) == names)
+    }
+
     @Test func loadReadsDumpBackToTheSameLines() throws {
         let dir = TemporaryDirectory(), copy = TemporaryDirectory(), files = TemporaryDirectory()
         try Self.makeShop(dir.path)

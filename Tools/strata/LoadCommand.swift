@@ -97,17 +97,25 @@ struct LoadCommand: ParsableCommand {
         }
     }
 
+    /// The longest line a dump can hold: an object at the engine's value limit (64 MiB), its
+    /// bytes base64-encoded and its strings JSON-escaped, with room to spare. A longer line is no
+    /// dump line, and is refused before it is held in memory whole.
+    static let maxLineBytes = 512 << 20
+
     /// Calls `body` with each non-empty line of the file and its number (from 1), reading the
-    /// file in pieces (a dump can be gigabytes).
+    /// file in pieces (a dump can be gigabytes). Each byte is searched for a newline once, and
+    /// only an unfinished line is carried from one piece to the next, so a long line costs its
+    /// length, not its length squared.
     private func forEachLine(_ body: (Int, String) throws -> Void) throws {
         guard let handle = FileHandle(forReadingAtPath: file) else { throw ToolFailure(message: "cannot read \(file)") }
         defer { try? handle.close() }
-        var buffer = Data()
+        var buffer = [UInt8]()
+        var searched = 0   // bytes of `buffer` already known to hold no newline
         var number = 0
-        func emit(_ bytes: Data) throws {
+        func emit(_ bytes: ArraySlice<UInt8>) throws {
             number += 1
             guard !bytes.isEmpty else { return }
-            guard let line = String(data: bytes, encoding: .utf8) else {
+            guard let line = String(validating: bytes, as: UTF8.self) else {
                 throw ToolFailure(message: "\(file):\(number): not UTF-8")
             }
             try body(number, line)
@@ -115,15 +123,19 @@ struct LoadCommand: ParsableCommand {
         while true {
             let chunk = handle.readData(ofLength: 1 << 20)
             if chunk.isEmpty { break }
-            buffer.append(chunk)
-            var start = buffer.startIndex
-            while let newline = buffer[start...].firstIndex(of: 0x0A) {
+            buffer.append(contentsOf: chunk)
+            var start = 0
+            while let newline = buffer[max(start, searched)...].firstIndex(of: 0x0A) {
                 try emit(buffer[start..<newline])
-                start = buffer.index(after: newline)
+                start = newline + 1
             }
-            buffer = Data(buffer[start...])
+            if start > 0 { buffer.removeFirst(start) }
+            searched = buffer.count
+            guard buffer.count <= Self.maxLineBytes else {
+                throw ToolFailure(message: "\(file):\(number + 1): a line longer than \(Self.maxLineBytes >> 20) MiB is not a dump line")
+            }
         }
-        if !buffer.isEmpty { try emit(buffer) }
+        if !buffer.isEmpty { try emit(buffer[...]) }
     }
 }
 
