@@ -54,7 +54,18 @@ static void bus_error_handler(int signal_number, siginfo_t *info, void *context)
         previous_action.sa_handler(signal_number);
         return;
     }
-    // Not ours and nobody else's: the default action, when the instruction faults again.
+    if (info == NULL || info->si_code <= 0) {
+        // Sent by a process (kill(2), sigqueue(3)), not a fault: there is no instruction to run
+        // again. Ignored before the guard, it stays ignored, and the guard stays. Otherwise it
+        // gets the default action now (the process ends with SIGBUS), instead of being swallowed
+        // with the guard uninstalled.
+        if (previous_action.sa_handler == SIG_IGN) return;
+        sigaction(SIGBUS, &previous_action, NULL);
+        raise(SIGBUS);
+        return;
+    }
+    // A fault that is not ours and nobody else's: the default action, when the instruction
+    // faults again.
     sigaction(SIGBUS, &previous_action, NULL);
     if (previous_action.sa_handler == SIG_IGN) signal(SIGBUS, SIG_DFL);
 }

@@ -151,6 +151,59 @@ import Testing
     }
 
     #if os(Linux)
+    /// A SIGBUS another process sends (`kill -BUS`) is no mapped-page fault: the process that
+    /// reads through the guard ends with it, as it would without the guard (issue 54: it was
+    /// swallowed, and the guard uninstalled).
+    @Test func aSIGBUSSentByAnotherProcessEndsTheProcessAsWithoutTheGuard() throws {
+        let binary = try #require(LockTests.tortureBinary, "strata-torture was not built next to the tests")
+        let dir = TemporaryDirectory()
+        do {
+            let e = try Engine.open(directory: dir.path)
+            var batch = WriteBatch()
+            for i in 0..<100 { batch.put(Self.key(i), Self.value(i), in: e.defaultKeySpace) }
+            try e.write(batch)
+            try e.flush()
+            e.close()
+        }
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: binary)
+        child.arguments = ["hold-after-reading", dir.path]
+        // Without Swift's crash handler, whose own SIGBUS handler would otherwise be the one
+        // the guard hands the signal to: the disposition under the guard is then the default.
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        child.environment = environment
+        let input = Pipe(), output = Pipe(), errors = Pipe()
+        child.standardInput = input
+        child.standardOutput = output
+        child.standardError = errors
+        try child.run()
+        var seen = ""
+        while !seen.contains("ready") {
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            seen += String(decoding: data, as: UTF8.self)
+        }
+        #expect(seen.contains("keys 100") && seen.contains("ready"), "\(seen)")
+        kill(child.processIdentifier, SIGBUS)
+        let deadline = Date().addingTimeInterval(10)
+        while child.isRunning && Date() < deadline { usleep(10_000) }
+        let survived = child.isRunning
+        if survived { try input.fileHandleForWriting.close() }   // let it end, the test failed
+        child.waitUntilExit()
+        #expect(!survived, "the SIGBUS was swallowed")
+        // Ended by the signal, not by its own clean exit: a swallowed signal ended the child's
+        // wait on its input with EINTR, and it closed the store and exited with 0. Without a
+        // sanitizer, by SIGBUS's default action; under one, by its deadly-signal report.
+        let report = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        if report.contains("Sanitizer") {
+            #expect(child.terminationReason == .exit && child.terminationStatus != 0, "\(report)")
+        } else {
+            #expect(child.terminationReason == .uncaughtSignal && child.terminationStatus == SIGBUS,
+                    "ended with \(child.terminationReason == .exit ? "exit" : "signal") \(child.terminationStatus): \(report)")
+        }
+    }
+
     @Test func aLogTruncatedByAnotherProcessStopsWritesWithATypedError() throws {
         let dir = TemporaryDirectory()
         let e = try Engine.open(directory: dir.path)
