@@ -371,6 +371,25 @@ import Testing
         try "{\"id\":50,\"nickname\":\"x\"}\n".write(toFile: bad, atomically: true, encoding: .utf8)
         #expect(try ToolRunner.run(["load", copy.path, "Tutor", bad]).stderr.contains("no property \"nickname\""))
         #expect(try ToolRunner.run(["load", copy.path, "Nobody", bad]).status == 2)
+        // What only the put finds (issue 54: it was found mid-load, with the lines before it
+        // stored): a target not stored, an id given twice, a unique value taken. Transactions of
+        // one line each, and still nothing of the file is written.
+        let customer = try #require(try ToolRunner.run(["dump", copy.path, "ShopCustomer"]).stdout.split(separator: "\n").first)
+        let takenEmail = try #require(customer.split(separator: "\"email\":\"").last?.split(separator: "\"").first)
+        let cases: [(entity: String, lines: String, message: String, written: String)] = [
+            ("ShopOrder", "{\"id\":60,\"amount\":1,\"customer\":1}\n{\"id\":61,\"amount\":2,\"customer\":999}\n",
+             "line 2: ", "60"),
+            ("Tutor", "{\"id\":70,\"name\":\"a\"}\n{\"id\":70,\"name\":\"b\"}\n", "line 2: id 70 again (first on line 1)", "70"),
+            ("ShopCustomer", "{\"id\":80,\"email\":\"new@x\",\"name\":\"n\"}\n{\"id\":81,\"email\":\"\(takenEmail)\",\"name\":\"m\"}\n",
+             "line 2: ", "80"),
+        ]
+        for c in cases {
+            try c.lines.write(toFile: bad, atomically: true, encoding: .utf8)
+            let refused = try ToolRunner.run(["load", copy.path, c.entity, bad, "--batch", "1"])
+            #expect(refused.status == 2, "\(c.entity): \(refused.stderr)")
+            #expect(refused.stderr.contains(c.message), "\(c.entity): \(refused.stderr)")
+            #expect(try ToolRunner.run(["dump", copy.path, c.entity, "--id", c.written]).status == 2, "\(c.entity): line 1 was written")
+        }
 
         // Relations within one entity may point forward in its file: set in a second pass.
         let tree = TemporaryDirectory(), treeCopy = TemporaryDirectory()

@@ -12,8 +12,9 @@ struct LoadCommand: ParsableCommand {
         (a ToOne as the target's id or null, a ToMany as the list of target ids, dates as ISO
         8601, bytes as base64, NaN and infinities as strings). Objects keep their ids: a new id
         is inserted, a stored one replaced. The store must already hold the entity (opened once
-        by the app), and every line is checked against its schema before anything is written:
-        an unknown property, a wrong type or a number out of range names the line. Objects are
+        by the app), and every line is checked before anything is written: an unknown property,
+        a wrong type, a number out of range, a target that is not stored, an id given twice
+        names the line. Objects are
         put in transactions of --batch lines, with progress on standard error; relations to
         another entity need that entity's objects loaded first (load Customer before Order),
         relations within the entity are set once all its objects are in. `strata dump` of the
@@ -53,14 +54,58 @@ struct LoadCommand: ParsableCommand {
             let parser = DumpLineParser(entity: schema)
             let start = Date()
             let size = UInt64((try FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.uint64Value ?? 0)
-            // Every line is read and checked before the first write.
-            var lines = 0
-            try forEachLine { number, line in
-                _ = try parser.parse(line, number: number)
-                lines += 1
-            }
             let selfRelations = Set(schema.properties.filter { $0.relationTarget == entity }.map(\.name))
             let passes = selfRelations.isEmpty ? 1 : 2
+            // Every line is read and checked before the first write: its JSON, then the put
+            // itself in transactions that are rolled back (types, ranges, UUIDs, decimals,
+            // targets of other entities, unique values), ids given twice, and the targets of
+            // relations within the entity (in the file, or stored).
+            var lineOfId: [UInt64: Int] = [:]
+            var selfTargets: [(line: Int, id: UInt64)] = []
+            var checking: [(line: Int, object: StoredObject)] = []
+            func checkBatch() throws {
+                guard !checking.isEmpty else { return }
+                do {
+                    try objects.checkStoredObjects(checking.map(\.object), of: entity)
+                } catch {
+                    // The line that fails alone, when one does (values only a batch's other
+                    // lines conflict with are named by the store's error).
+                    for (line, object) in checking {
+                        do { try objects.checkStoredObjects([object], of: entity) } catch {
+                            throw ToolFailure(message: "line \(line): \(ToolFailure(error, directory: store.directory).message)")
+                        }
+                    }
+                    throw error
+                }
+                checking.removeAll(keepingCapacity: true)
+            }
+            try forEachLine { number, line in
+                var object = try parser.parse(line, number: number)
+                if let first = lineOfId.updateValue(number, forKey: object.id) {
+                    throw ToolFailure(message: "line \(number): id \(object.id) again (first on line \(first))")
+                }
+                for (name, value) in object.values where selfRelations.contains(name) {
+                    switch value {
+                    case let .toOne(target?), let .uint(target): selfTargets.append((number, target))
+                    case let .int(target) where target > 0: selfTargets.append((number, UInt64(target)))
+                    case let .toMany(targets): selfTargets += targets.map { (number, $0) }
+                    default: break
+                    }
+                }
+                // Relations within the entity are checked below, as the first pass writes them.
+                if passes == 2 { object.values.removeAll { selfRelations.contains($0.name) } }
+                checking.append((number, object))
+                if checking.count >= batch { try checkBatch() }
+            }
+            try checkBatch()
+            for (line, target) in selfTargets where lineOfId[target] == nil {
+                var stored = false
+                try objects.storedObjects(of: entity, from: target, limit: 1) { stored = $0.id == target; return false }
+                guard stored else {
+                    throw ToolFailure(message: "line \(line): \(entity) with id \(target) is neither in the file nor in the store")
+                }
+            }
+            let lines = lineOfId.count
             let display = store.json ? nil : ProgressDisplay(label: "loading")
             var done: UInt64 = 0
             for pass in 1...passes {

@@ -38,6 +38,40 @@ extension Store {
     }
 }
 
+extension Store {
+    /// Checks that ``putStoredObjects(_:of:)`` would accept `objects`, and writes nothing: every
+    /// value against its property's type and range, every relation's target stored (or among
+    /// `objects`), unique values free. The same put runs in a transaction that is then rolled
+    /// back, so its verdict is the put's own. What `strata load` runs over a whole file before
+    /// its first write.
+    ///
+    /// ```swift
+    /// try store.checkStoredObjects(lines, of: "Customer")   // throws what the put would throw
+    /// ```
+    public func checkStoredObjects(_ objects: [StoredObject], of entity: String) throws(StrataError) {
+        try checkOpen()
+        guard !isReadOnly else { throw .readOnly }
+        guard let record = record(named: entity) else { throw .unknownEntity(entity) }
+        do {
+            try write { t throws -> Void in
+                var loader = StoredObjectLoader(store: self, record: record, transaction: t)
+                for object in objects { try loader.put(object) }
+                // Accepted: taken back with everything it wrote (the id counter it moved in
+                // memory is never written, or moves past ids only a later put takes).
+                throw CheckedAndRolledBack()
+            }
+        } catch .transactionAborted(let reason) where reason == CheckedAndRolledBack.reason {
+            return
+        }
+    }
+}
+
+/// Ends ``Store/checkStoredObjects(_:of:)``'s transaction after a put that succeeded.
+private struct CheckedAndRolledBack: Error, CustomStringConvertible {
+    static let reason = "checked, and rolled back"
+    var description: String { Self.reason }
+}
+
 /// The put of objects given as ``StoredObject`` values: what ``PutOperation`` does for a typed
 /// object, driven by the catalog record instead of generated code. The relation rules are the
 /// typed put's own (``EdgeMaintenance``); only the encoding from stored values is here.
