@@ -198,6 +198,58 @@ import StrataTesting
         #expect(try Self.contents(ofStoreAt: restored.path) == model)
     }
 
+    /// A target that hangs holds up `close()` for the close timeout, not forever: the store is
+    /// released (it opens again at once), the listener hears what the archive lacks, and the
+    /// abandoned thread touches no file of the store when the target wakes (issue 54).
+    @Test func closeIsBoundedOnAHungTargetAndSaysWhatWasNotShipped() throws {
+        final class HangingTarget: ArchiveTarget {
+            let wrapped: any ArchiveTarget
+            let gate = DispatchSemaphore(value: 0)
+            let hanging = Atomic<Bool>(false)
+            init(_ wrapped: any ArchiveTarget) { self.wrapped = wrapped }
+            func put(_ name: String, _ bytes: [UInt8]) throws {
+                if hanging.load(ordering: .relaxed) { gate.wait() }
+                try wrapped.put(name, bytes)
+            }
+            func get(_ name: String) throws -> [UInt8] { try wrapped.get(name) }
+            func list() throws -> [String] { try wrapped.list() }
+            func delete(_ name: String) throws { try wrapped.delete(name) }
+        }
+        let dir = TemporaryDirectory(), archive = TemporaryDirectory()
+        let target = HangingTarget(DirectoryArchiveTarget(path: archive.path))
+        let events = LockedValue<[EngineEvent]>([])
+        var options = Self.archived(target, interval: 0.01)
+        options.archive!.closeTimeout = 0.5
+        options.eventListener = { event in events.withLock { $0.append(event) } }
+        let e = try Engine.open(directory: dir.path, options: options)
+        var model: [String: String] = [:], history: [UInt64: [String: String]] = [:]
+        try Self.workload(e, commits: 20, seed: 5, model: &model, history: &history)
+        try e.archiveNow()
+        let shipped = e.latestSequence
+        target.hanging.store(true, ordering: .relaxed)
+        try Self.workload(e, commits: 50, seed: 6, model: &model, history: &history, flushEvery: 1000)
+        let latest = e.latestSequence
+        let start = Date()
+        e.close()
+        #expect(Date().timeIntervalSince(start) < 10, "close waited for the hung target")
+        let unfinished = events.withLock { $0 }.compactMap { event -> (UInt64, UInt64)? in
+            if case let .archiveUnfinished(archived, latest) = event { return (archived, latest) }
+            return nil
+        }
+        #expect(unfinished.count == 1)
+        #expect(unfinished.first.map { $0.0 >= shipped && $0.0 < latest && $0.1 == latest } == true, "\(unfinished)")
+        // Released: the store opens at once, with everything committed, while the put still hangs.
+        let again = try Engine.open(directory: dir.path, options: .testing())
+        again.close()
+        #expect(try Self.contents(ofStoreAt: dir.path) == model)
+        // The target wakes: the abandoned thread ends without reading or removing store files.
+        let filesBefore = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        target.hanging.store(false, ordering: .relaxed)
+        target.gate.signal()
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == filesBefore)
+    }
+
     /// Flushes before the archiver's first shipment replace its pending state: the state the
     /// generation opened with must still go out, or the commits before the first flush could
     /// not be restored (found under load by the crash test).

@@ -27,6 +27,11 @@ public struct ArchiveOptions: Sendable {
     public var stateInterval: Double = 60
     /// Which states of the store the archive keeps, and so how far back a restore can go.
     public var retention: ArchiveRetention = .states(16)
+    /// Seconds ``Engine/close()`` waits for the last shipment. Past it (a target that hangs),
+    /// the close goes on and releases the store, the listener gets
+    /// ``EngineEvent/archiveUnfinished(archivedSequence:latestSequence:)``, and the archive
+    /// lacks the commits after `archivedSequence`.
+    public var closeTimeout: Double = 30
 
     public init(target: any ArchiveTarget) {
         self.target = target

@@ -40,6 +40,10 @@ final class Archiver: @unchecked Sendable {
     /// The last commit noted, with the time it was noted at (nil before the first).
     private var lastNoted: ArchivedLogPiece.CommitTime?
     private var stopping = false
+    /// Set when ``stop(timeout:)`` gave up waiting (a hung target): the engine has closed and
+    /// released the store, so the thread touches none of its files again and ends as soon as
+    /// the target lets it.
+    private var abandoned = false
     private var wakeRequested = false
     private var status: ArchiveStatus
     private var roundsCompleted = 0
@@ -173,12 +177,28 @@ final class Archiver: @unchecked Sendable {
     }
 
     /// Ends the thread after one last shipment (unless the target is failing), and waits for it.
-    func stop() {
+    /// Ends the archiver after one last shipment, waiting at most `timeout` seconds for it.
+    /// Returns the status then: when the wait timed out (a target that hangs), the archive
+    /// lacks what the status says is pending, and the thread is abandoned: it reads and removes
+    /// no file of the store again.
+    @discardableResult
+    func stop(timeout: Double) -> (finished: Bool, status: ArchiveStatus) {
         lock.withLock {
             stopping = true
             lock.broadcast()
         }
-        done.wait()
+        let finished = done.wait(timeout: .now() + max(0, min(timeout, 86_400))) == .success
+        return lock.withLock {
+            if !finished { abandoned = true }
+            return (finished, status)
+        }
+    }
+
+    /// Thrown on the archiver's thread once it is abandoned, before it would touch the store.
+    private struct Abandoned: Error {}
+
+    private func checkNotAbandoned() throws {
+        if lock.withLock({ abandoned }) { throw Abandoned() }
     }
 
     // MARK: The archiver's thread
@@ -246,6 +266,7 @@ final class Archiver: @unchecked Sendable {
         for (version, archived) in states {
             try withExtendedLifetime(version) {
                 for meta in archived.segments where !shippedSegments.contains(meta.fileNumber) {
+                    try checkNotAbandoned()
                     let path = joinPath(directory, StoreFile.segmentName(meta.fileNumber))
                     let bytes = try readFile(path, from: 0, to: meta.fileSize)
                     try put(ArchiveObject.segment(number: meta.fileNumber).name, bytes)
@@ -268,6 +289,7 @@ final class Archiver: @unchecked Sendable {
         for (wal, log) in snapshot.sorted(by: { $0.key < $1.key }) {
             let from = shippedOffsets[wal] ?? 0
             if log.end > from {
+                try checkNotAbandoned()
                 let bytes = try readFile(joinPath(directory, StoreFile.walName(wal)), from: from, to: log.end)
                 let piece = ArchivedLogPiece(generation: generation, wal: wal, offset: from, times: log.times, bytes: bytes)
                 try put(piece.objectName, piece.encode())
@@ -290,7 +312,10 @@ final class Archiver: @unchecked Sendable {
                 status.archivedSequence = max(status.archivedSequence, log.sequence)
             }
         }
-        if sealedShipped { removeShippedWals(firstUnshippedWal) }
+        if sealedShipped {
+            try checkNotAbandoned()
+            removeShippedWals(firstUnshippedWal)
+        }
     }
 
     /// Reads bytes `from..<to` of a store file.

@@ -8,4 +8,8 @@ public enum EngineEvent: Sendable, Equatable {
     /// A compaction job starts merging segments of `level` into `outputLevel`.
     case compactionBegan(level: Int, outputLevel: Int)
     case compactionEnded(succeeded: Bool)
+    /// ``Engine/close()`` stopped waiting for the archive's last shipment
+    /// (``ArchiveOptions/closeTimeout``): the archive holds the commits up to
+    /// `archivedSequence`, not those after it, up to `latestSequence`.
+    case archiveUnfinished(archivedSequence: UInt64, latestSequence: UInt64)
 }
