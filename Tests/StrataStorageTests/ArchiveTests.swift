@@ -219,9 +219,9 @@ import StrataTesting
         let target = HangingTarget(DirectoryArchiveTarget(path: archive.path))
         let events = LockedValue<[EngineEvent]>([])
         var options = Self.archived(target, interval: 0.01)
-        options.archive!.closeTimeout = 0.5
         options.eventListener = { event in events.withLock { $0.append(event) } }
         let e = try Engine.open(directory: dir.path, options: options)
+        try #require(e.archiver).closeTimeout = 0.5   // ArchiveOptions.closeTimeout is 30 s
         var model: [String: String] = [:], history: [UInt64: [String: String]] = [:]
         try Self.workload(e, commits: 20, seed: 5, model: &model, history: &history)
         try e.archiveNow()

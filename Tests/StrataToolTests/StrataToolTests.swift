@@ -496,5 +496,26 @@ import Testing
         let verify = try ToolRunner.run(["verify", dir.path, "--json"])
         #expect(verify.status == 0, "\(verify.stdout)")
         #expect(verify.jsonObject["ok"] as? Bool == true)
+        // In JSON too (issue 54): the steps, and what the reopened store holds.
+        let json = try ToolRunner.run(["demo", dir.path, "--json"])
+        #expect(json.status == 0, "\(json.stderr)")
+        let reopened = json.jsonObject["reopened"] as? [String: Any]
+        #expect(reopened?["Order"] as? Int == 3 && reopened?["Customer"] as? Int == 1 && reopened?["Note"] as? Int == 1, "\(json.stdout)")
+        #expect((json.jsonObject["steps"] as? [String])?.contains { $0.contains("reopening") } == true)
+    }
+
+    /// A command asked for JSON answers in JSON when it fails too (issue 54), with the exit
+    /// status and the message on standard error as before.
+    @Test func failuresAnswerInJSONWhenAsked() throws {
+        let missing = TemporaryDirectory().path + "/nowhere"
+        for command in [["inspect", missing], ["verify", missing], ["stats", missing], ["dump", missing, "Order"],
+                        ["compact", missing], ["backup", missing, missing + "-b"], ["restore", missing, missing + "-r"],
+                        ["load", missing, "Order", missing + ".jsonl"]] {
+            let run = try ToolRunner.run(command + ["--json"])
+            #expect(run.status == 2, "\(command)")
+            #expect((run.jsonObject["error"] as? String)?.contains("no such directory") == true, "\(command): \(run.stdout)")
+            #expect(run.jsonObject["status"] as? Int == 2)
+            #expect(run.stderr.contains("strata: error:"), "\(command)")
+        }
     }
 }

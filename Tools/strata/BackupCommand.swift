@@ -30,7 +30,7 @@ struct BackupCommand: ParsableCommand {
     var copy = false
 
     func run() throws {
-        try reportingFailures(directory: store.directory) {
+        try reportingFailures(directory: store.directory, json: store.json) {
             try checkStoreDirectory(store.directory)
             var options = EngineOptions()
             options.readOnly = true
@@ -102,7 +102,7 @@ struct RestoreCommand: ParsableCommand {
     }
 
     func run() throws {
-        try reportingFailures(directory: source) {
+        try reportingFailures(directory: source, json: json) {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory), isDirectory.boolValue else {
                 throw ToolFailure(message: "no such directory: \(source)")

@@ -24,7 +24,7 @@ struct CompactCommand: ParsableCommand {
     var keySpace: String?
 
     func run() throws {
-        try reportingFailures(directory: store.directory) {
+        try reportingFailures(directory: store.directory, json: store.json) {
             try checkStoreDirectory(store.directory)
             var options = EngineOptions()
             options.createIfMissing = false

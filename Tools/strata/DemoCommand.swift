@@ -15,26 +15,54 @@ struct DemoCommand: ParsableCommand {
         backlink), a tree (a ToOne to itself); removals that clear references and keep targets; a
         rolled-back transaction; then the store is closed, reopened and read back.
 
-        Example:
+        With --json, one object: the steps' lines, and what the reopened store holds.
+
+        Examples:
           strata demo /tmp/strata-demo
+          strata demo /tmp/strata-demo --json
         """)
 
     @Argument(help: "Where to create the demo store (emptied first if it holds an earlier demo).")
     var directory = "strata-demo-store"
 
+    @Flag(help: "Write machine-readable JSON instead of text.")
+    var json = false
+
     func run() throws {
-        try reportingFailures(directory: directory) { try Self.run(directory: directory) }
+        try reportingFailures(directory: directory, json: json) {
+            let out = DemoOutput(printing: !json)
+            let reopened = try Self.run(directory: directory, out: out)
+            if json {
+                print(JSONValue.object([
+                    ("directory", .string(directory)),
+                    ("steps", .array(out.lines.map { .string($0) })),
+                    ("reopened", .object(reopened.map { ($0.entity, .int(Int64($0.count))) })),
+                ]).text)
+            }
+        }
     }
 
-    static func run(directory: String) throws {
-        print("Strata demo in \(directory)")
+    /// The demo's narrative: printed as it goes, or kept for the JSON answer.
+    final class DemoOutput {
+        let printing: Bool
+        private(set) var lines: [String] = []
+        init(printing: Bool) { self.printing = printing }
+        func say(_ line: String) {
+            if printing { print(line) } else { lines.append(line.trimmingCharacters(in: .newlines)) }
+        }
+    }
+
+    /// Runs the demo; returns how many objects of each entity the reopened store holds.
+    @discardableResult
+    static func run(directory: String, out: DemoOutput) throws -> [(entity: String, count: Int)] {
+        out.say("Strata demo in \(directory)")
         do {
             let store = try Store(directoryPath: directory)
             try clear(store)
             let customers = store.box(for: Customer.self)
             let orders = store.box(for: Order.self)
 
-            print("\n1:N: customers and orders (ToOne with a backlink)")
+            out.say("\n1:N: customers and orders (ToOne with a backlink)")
             let ada = Customer(name: "Ada", email: "ada@example.com")
             let grace = Customer(name: "Grace")
             let orderIds = try orders.put([
@@ -42,37 +70,37 @@ struct DemoCommand: ParsableCommand {
                 Order(summary: "Compiler manual", amount: 45, customer: grace),
                 Order(summary: "Punch cards", amount: 80, customer: ada),
             ])
-            print("put 3 orders; their new customers were put with them: Ada id \(ada.id), Grace id \(grace.id)")
+            out.say("put 3 orders; their new customers were put with them: Ada id \(ada.id), Grace id \(grace.id)")
             guard let order = try orders.get(orderIds[0]), let adaRead = try customers.get(ada.id) else { throw DemoError.missing }
-            print("order \(order.id) → customer (to-one, loaded lazily): \(order.customer.target?.name ?? "none")")
-            print("Ada → orders (backlink, one prefix scan): \(adaRead.orders.map(\.summary))")
+            out.say("order \(order.id) → customer (to-one, loaded lazily): \(order.customer.target?.name ?? "none")")
+            out.say("Ada → orders (backlink, one prefix scan): \(adaRead.orders.map(\.summary))")
 
-            print("\nN:M: students and teachers (ToMany with a backlink)")
+            out.say("\nN:M: students and teachers (ToMany with a backlink)")
             let lovelace = Teacher(name: "Prof. Lovelace"), hopper = Teacher(name: "Prof. Hopper")
             let students = [Student(name: "Alan"), Student(name: "Barbara"), Student(name: "Edsger")]
             students[0].teachers.append(contentsOf: [lovelace, hopper])
             students[1].teachers.append(hopper)
             students[2].teachers.append(lovelace)
             try store.box(for: Student.self).put(students)
-            for s in try store.box(for: Student.self).all() { print("\(s.name) → teachers: \(s.teachers.map(\.name))") }
-            for t in try store.box(for: Teacher.self).all() { print("\(t.name) → students: \(t.students.map(\.name))") }
+            for s in try store.box(for: Student.self).all() { out.say("\(s.name) → teachers: \(s.teachers.map(\.name))") }
+            for t in try store.box(for: Teacher.self).all() { out.say("\(t.name) → students: \(t.students.map(\.name))") }
 
-            print("\nA tree (ToOne to itself, children as its backlink)")
+            out.say("\nA tree (ToOne to itself, children as its backlink)")
             let root = TreeNode(name: "root")
             let docs = TreeNode(name: "docs", parent: root)
             try store.box(for: TreeNode.self).put([TreeNode(name: "src", parent: root), TreeNode(name: "README", parent: docs)])
             guard let storedRoot = try store.box(for: TreeNode.self).get(root.id) else { throw DemoError.missing }
-            try printTree(storedRoot, indent: "")
+            try printTree(storedRoot, indent: "", out: out)
 
-            print("\nRemovals clear references and keep targets")
+            out.say("\nRemovals clear references and keep targets")
             try customers.remove(ada.id)
             let orphaned = try orders.all().filter { $0.customer.targetId == nil }.map(\.summary)
-            print("removed Ada: her orders remain (\(try orders.count()) orders), now without customer: \(orphaned)")
+            out.say("removed Ada: her orders remain (\(try orders.count()) orders), now without customer: \(orphaned)")
             try store.box(for: Teacher.self).remove(hopper.id)
             let alan = try store.box(for: Student.self).get(students[0].id)
-            print("removed Prof. Hopper: Alan's teachers are now \(alan?.teachers.map(\.name) ?? [])")
+            out.say("removed Prof. Hopper: Alan's teachers are now \(alan?.teachers.map(\.name) ?? [])")
             try store.box(for: TreeNode.self).remove(docs.id)
-            print("removed docs: README's parent is now \(try store.box(for: TreeNode.self).all().first { $0.name == "README" }?.parent.target?.name ?? "nil")")
+            out.say("removed docs: README's parent is now \(try store.box(for: TreeNode.self).all().first { $0.name == "README" }?.parent.target?.name ?? "nil")")
 
             let attempt = Customer(name: "Never stored")
             do {
@@ -81,7 +109,7 @@ struct DemoCommand: ParsableCommand {
                     throw DemoError.changedMyMind
                 }
             } catch DemoError.changedMyMind {
-                print("a transaction that threw stored nothing: \(try customers.count()) customer(s), "
+                out.say("a transaction that threw stored nothing: \(try customers.count()) customer(s), "
                       + "\(try orders.count()) orders; the rolled-back customer's id is back to \(attempt.id)")
             }
             var note = Note(text: "structs get their id through put(&note)")
@@ -89,19 +117,22 @@ struct DemoCommand: ParsableCommand {
             store.close()
         }
 
-        print("\nclosed the store; reopening")
+        out.say("\nclosed the store; reopening")
         let store = try Store(directoryPath: directory)
         defer { store.close() }
         try store.runInReadOnlyTransaction {
             for customer in try store.box(for: Customer.self).all() {
-                print("customer \(customer.id) \(customer.name): orders \(customer.orders.map(\.summary))")
+                out.say("customer \(customer.id) \(customer.name): orders \(customer.orders.map(\.summary))")
             }
             for order in try store.box(for: Order.self).all() {
-                print("order \(order.id) \(order.summary) (\(order.amount), \(order.status.rawValue)) → \(order.customer.target?.name ?? "no customer")")
+                out.say("order \(order.id) \(order.summary) (\(order.amount), \(order.status.rawValue)) → \(order.customer.target?.name ?? "no customer")")
             }
-            for t in try store.box(for: Teacher.self).all() { print("\(t.name) → students: \(t.students.map(\.name))") }
-            for note in try store.box(for: Note.self).all() { print("note \(note.id): \(note.text)") }
+            for t in try store.box(for: Teacher.self).all() { out.say("\(t.name) → students: \(t.students.map(\.name))") }
+            for note in try store.box(for: Note.self).all() { out.say("note \(note.id): \(note.text)") }
         }
+        return [("Customer", try store.box(for: Customer.self).count()), ("Order", try store.box(for: Order.self).count()),
+                ("Student", try store.box(for: Student.self).count()), ("Teacher", try store.box(for: Teacher.self).count()),
+                ("TreeNode", try store.box(for: TreeNode.self).count()), ("Note", try store.box(for: Note.self).count())]
     }
 
     /// Starts from an empty store when the directory holds an earlier demo.
@@ -116,9 +147,9 @@ struct DemoCommand: ParsableCommand {
         }
     }
 
-    private static func printTree(_ node: TreeNode, indent: String) throws {
-        print("\(indent)\(node.name)")
-        for child in node.children { try printTree(child, indent: indent + "  ") }
+    private static func printTree(_ node: TreeNode, indent: String, out: DemoOutput) throws {
+        out.say("\(indent)\(node.name)")
+        for child in node.children { try printTree(child, indent: indent + "  ", out: out) }
     }
 
     enum DemoError: Error { case changedMyMind, missing }

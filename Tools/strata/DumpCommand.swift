@@ -45,7 +45,7 @@ struct DumpCommand: ParsableCommand {
     }
 
     func run() throws {
-        try reportingFailures(directory: store.directory) {
+        try reportingFailures(directory: store.directory, json: store.json) {
             try checkStoreDirectory(store.directory)
             guard let objects = try openObjectStore(store.directory) else {
                 throw ToolFailure(message: "\(store.directory) holds no objects: it is a key-value store without the object layer")

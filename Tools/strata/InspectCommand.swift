@@ -21,7 +21,7 @@ struct InspectCommand: ParsableCommand {
     @OptionGroup var store: StoreArguments
 
     func run() throws {
-        try reportingFailures(directory: store.directory) {
+        try reportingFailures(directory: store.directory, json: store.json) {
             try checkStoreDirectory(store.directory)
             let report = try Self.inspect(store.directory)
             print(store.json ? report.text : Self.render(report))

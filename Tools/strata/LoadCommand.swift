@@ -43,7 +43,7 @@ struct LoadCommand: ParsableCommand {
     }
 
     func run() throws {
-        try reportingFailures(directory: store.directory) {
+        try reportingFailures(directory: store.directory, json: store.json) {
             try checkStoreDirectory(store.directory)
             guard FileManager.default.fileExists(atPath: file) else { throw ToolFailure(message: "no such file: \(file)") }
             let objects = try Store(directoryPath: store.directory)

@@ -18,7 +18,7 @@ struct StatsCommand: ParsableCommand {
     @OptionGroup var store: StoreArguments
 
     func run() throws {
-        try reportingFailures(directory: store.directory) {
+        try reportingFailures(directory: store.directory, json: store.json) {
             try checkStoreDirectory(store.directory)
             let engine = try openEngineReadOnly(store.directory)
             defer { engine.close() }

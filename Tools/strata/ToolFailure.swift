@@ -49,8 +49,10 @@ struct ToolFailure: Error {
     init(message: String) { self.message = message }
 }
 
-/// Runs a command body; a failure becomes one line on standard error and exit status 2.
-func reportingFailures(directory: String, _ body: () throws -> Void) throws {
+/// Runs a command body; a failure becomes one line on standard error and exit status 2, and,
+/// with `json`, also a JSON object on standard output (`{"error": …, "status": 2}`), so that a
+/// caller that asked for JSON gets JSON whatever happens.
+func reportingFailures(directory: String, json: Bool = false, _ body: () throws -> Void) throws {
     do {
         try body()
     } catch let exit as ExitCode {
@@ -58,6 +60,9 @@ func reportingFailures(directory: String, _ body: () throws -> Void) throws {
     } catch {
         let failure = ToolFailure(error, directory: directory)
         FileHandle.standardError.write(Data("strata: error: \(failure.message)\n".utf8))
+        if json {
+            print(JSONValue.object([("error", .string(failure.message)), ("status", .int(Int64(ExitStatus.failed)))]).text)
+        }
         throw ExitCode(ExitStatus.failed)
     }
 }

@@ -26,7 +26,7 @@ struct VerifyCommand: ParsableCommand {
 
     func run() throws {
         var problems = 0
-        try reportingFailures(directory: store.directory) {
+        try reportingFailures(directory: store.directory, json: store.json) {
             try checkStoreDirectory(store.directory)
             let storage = try Engine.verify(directory: store.directory)
             var graph: GraphVerification?

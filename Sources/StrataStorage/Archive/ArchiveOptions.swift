@@ -27,11 +27,15 @@ public struct ArchiveOptions: Sendable {
     public var stateInterval: Double = 60
     /// Which states of the store the archive keeps, and so how far back a restore can go.
     public var retention: ArchiveRetention = .states(16)
+
     /// Seconds ``Engine/close()`` waits for the last shipment. Past it (a target that hangs),
     /// the close goes on and releases the store, the listener gets
     /// ``EngineEvent/archiveUnfinished(archivedSequence:latestSequence:)``, and the archive
-    /// lacks the commits after `archivedSequence`.
-    public var closeTimeout: Double = 30
+    /// lacks the commits after `archivedSequence`. A constant, not a stored option: a new field
+    /// here changed `EngineOptions`' layout in a way Swift 6.3.1 miscompiles (copies of
+    /// `StoreOptions` in a module that imports Strata without `@testable` corrupted memory; the
+    /// same as issue 53's `EngineOptions` note).
+    public static let closeTimeout: Double = 30
 
     public init(target: any ArchiveTarget) {
         self.target = target

@@ -40,6 +40,9 @@ final class Archiver: @unchecked Sendable {
     /// The last commit noted, with the time it was noted at (nil before the first).
     private var lastNoted: ArchivedLogPiece.CommitTime?
     private var stopping = false
+    /// How long ``stop(timeout:)`` waits at close: ``ArchiveOptions/closeTimeout``; tests set
+    /// less (internal, so that no public options struct changes layout).
+    var closeTimeout = ArchiveOptions.closeTimeout
     /// Set when ``stop(timeout:)`` gave up waiting (a hung target): the engine has closed and
     /// released the store, so the thread touches none of its files again and ends as soon as
     /// the target lets it.

@@ -153,9 +153,6 @@ public final class Engine: @unchecked Sendable {
         }
         // NaN and infinities compare false or overflow a conversion to microseconds: refused
         // here, where the app sees the error, rather than on the archiver's thread.
-        if let a = options.archive, !(a.closeTimeout.isFinite && a.closeTimeout >= 0) {
-            throw StorageError.invalidOption(name: "archive.closeTimeout", reason: "\(a.closeTimeout) is not a finite number of seconds ≥ 0")
-        }
         if let a = options.archive, !(a.stateInterval.isFinite && a.stateInterval >= 0) {
             throw StorageError.invalidOption(name: "archive.stateInterval", reason: "\(a.stateInterval) is not a finite number of seconds ≥ 0")
         }
@@ -243,8 +240,8 @@ public final class Engine: @unchecked Sendable {
         commitLock.unlock()
         // One last shipment of what was committed (skipped while the target is failing), for at
         // most the archive's close timeout: a hung target must not keep the store locked.
-        if let archiver, let timeout = options.archive?.closeTimeout {
-            let (finished, status) = archiver.stop(timeout: timeout)
+        if let archiver {
+            let (finished, status) = archiver.stop(timeout: archiver.closeTimeout)
             if !finished {
                 report(.archiveUnfinished(archivedSequence: status.archivedSequence, latestSequence: status.latestSequence))
             }
