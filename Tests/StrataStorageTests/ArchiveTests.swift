@@ -166,19 +166,6 @@ import StrataTesting
 
     /// A target that hangs (a stalled network) holds up the archive, never a commit.
     @Test func aHangingTargetHoldsUpNoCommit() throws {
-        final class HangingTarget: ArchiveTarget {
-            let wrapped: any ArchiveTarget
-            let gate = DispatchSemaphore(value: 0)
-            let hanging = Atomic<Bool>(false)
-            init(_ wrapped: any ArchiveTarget) { self.wrapped = wrapped }
-            func put(_ name: String, _ bytes: [UInt8]) throws {
-                if hanging.load(ordering: .relaxed) { gate.wait() }
-                try wrapped.put(name, bytes)
-            }
-            func get(_ name: String) throws -> [UInt8] { try wrapped.get(name) }
-            func list() throws -> [String] { try wrapped.list() }
-            func delete(_ name: String) throws { try wrapped.delete(name) }
-        }
         let dir = TemporaryDirectory(), archive = TemporaryDirectory(), restored = TemporaryDirectory()
         let target = HangingTarget(DirectoryArchiveTarget(path: archive.path))
         let e = try Engine.open(directory: dir.path, options: Self.archived(target, interval: 0.01))
@@ -202,19 +189,6 @@ import StrataTesting
     /// released (it opens again at once), the listener hears what the archive lacks, and the
     /// abandoned thread touches no file of the store when the target wakes (issue 54).
     @Test func closeIsBoundedOnAHungTargetAndSaysWhatWasNotShipped() throws {
-        final class HangingTarget: ArchiveTarget {
-            let wrapped: any ArchiveTarget
-            let gate = DispatchSemaphore(value: 0)
-            let hanging = Atomic<Bool>(false)
-            init(_ wrapped: any ArchiveTarget) { self.wrapped = wrapped }
-            func put(_ name: String, _ bytes: [UInt8]) throws {
-                if hanging.load(ordering: .relaxed) { gate.wait() }
-                try wrapped.put(name, bytes)
-            }
-            func get(_ name: String) throws -> [UInt8] { try wrapped.get(name) }
-            func list() throws -> [String] { try wrapped.list() }
-            func delete(_ name: String) throws { try wrapped.delete(name) }
-        }
         let dir = TemporaryDirectory(), archive = TemporaryDirectory()
         let target = HangingTarget(DirectoryArchiveTarget(path: archive.path))
         let events = LockedValue<[EngineEvent]>([])
@@ -486,4 +460,19 @@ import StrataTesting
             #expect(try Self.contents(ofStoreAt: "/latest", fileSystem: memory) == after, "cut \(cut): latest")
         }
     }
+}
+
+/// A target whose puts wait on `gate` while `hanging` is set: a hung server.
+final class HangingTarget: ArchiveTarget {
+    let wrapped: any ArchiveTarget
+    let gate = DispatchSemaphore(value: 0)
+    let hanging = Atomic<Bool>(false)
+    init(_ wrapped: any ArchiveTarget) { self.wrapped = wrapped }
+    func put(_ name: String, _ bytes: [UInt8]) throws {
+        if hanging.load(ordering: .relaxed) { gate.wait() }
+        try wrapped.put(name, bytes)
+    }
+    func get(_ name: String) throws -> [UInt8] { try wrapped.get(name) }
+    func list() throws -> [String] { try wrapped.list() }
+    func delete(_ name: String) throws { try wrapped.delete(name) }
 }
