@@ -180,6 +180,15 @@ extension Engine {
         try fileSystem.createDirectory(path)
         let lock = try fileSystem.lockFile(joinPath(path, FormatConstants.lockFileName), shared: false)
         defer { lock.release() }
+        // A restore owns its destination: what an interrupted one left (the only thing
+        // `checkRestoreDestination` lets through) goes first, so that none of its logs or
+        // segments is read with this restore's.
+        for name in try fileSystem.listDirectory(path) {
+            switch StoreFile.parse(name) {
+            case .wal?, .segment?, .manifest?, .temp?: try fileSystem.removeFile(joinPath(path, name))
+            default: if name == FormatConstants.statsFileName { try fileSystem.removeFile(joinPath(path, name)) }
+            }
+        }
         try BackupMarker(current: nil, previous: nil, sequence: 0).write(in: path, fileSystem: fileSystem)
         try fileSystem.syncDirectory(path)
         var highest = max(state.nextFileNumber, state.logNumber + 1)
