@@ -391,6 +391,46 @@ import Testing
         #expect(live.refreshCount <= 3, "the burst is coalesced: \(live.refreshCount) runs")
     }
 
+    /// A main actor kept busy while another thread commits many transactions (issue 54): the
+    /// commits are not held up, nothing piles up behind the main actor (one refresh is
+    /// scheduled at a time, the mailbox merging the rest), and once the main actor is free the
+    /// results catch up with every commit, in a few runs rather than one per commit.
+    @MainActor
+    @Test func liveResultsCatchUpAfterAStarvedMainActor() async throws {
+        let dir = TemporaryDirectory()
+        let store = try open(dir)
+        defer { store.close() }
+        let notes = store.box(for: Note.self)
+        let interval = Duration.milliseconds(50)
+        let live = try LiveResults(notes.query { Note.text.startsWith("s") }.build(), minimumInterval: interval)
+        defer { live.cancel() }
+        let start = ContinuousClock.now
+        let writer = Task.detached {
+            for t in 0..<200 {
+                try store.runInTransaction {
+                    for i in 0..<10 {
+                        var n = Note(text: "s\(t)-\(i)")
+                        try store.box(for: Note.self).put(&n)
+                    }
+                }
+            }
+        }
+        // The main actor does not suspend for a second: no refresh can run meanwhile.
+        let busyUntil = Date().addingTimeInterval(1)
+        var spins = 0
+        while Date() < busyUntil { spins &+= 1 }
+        #expect(spins > 0)
+        try await writer.value
+        let deadline = Date().addingTimeInterval(60)
+        while live.objects.count != 2_000 && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(live.objects.count == 2_000)
+        #expect(live.error == nil)
+        // At most one run per interval since the start, and the one at creation.
+        let elapsed = ContinuousClock.now - start
+        #expect(live.refreshCount <= 2 + Int(elapsed / interval), "\(live.refreshCount) runs in \(elapsed)")
+        #expect(live.refreshCount < 200, "one run per commit: \(live.refreshCount)")
+    }
+
     @MainActor
     @Test func liveResultsFollowCommits() async throws {
         let dir = TemporaryDirectory()
