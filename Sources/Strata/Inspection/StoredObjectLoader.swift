@@ -49,28 +49,29 @@ extension Store {
     /// try store.checkStoredObjects(lines, of: "Customer")   // throws what the put would throw
     /// ```
     public func checkStoredObjects(_ objects: [StoredObject], of entity: String) throws(StrataError) {
-        try checkOpen()
+        // The store's open state is checked by `withWriteTransaction` below.
         guard !isReadOnly else { throw .readOnly }
         guard let record = record(named: entity) else { throw .unknownEntity(entity) }
         do {
-            try write { t throws -> Void in
+            // `withWriteTransaction` hands the body's own error back (after the rollback), so the
+            // marker of a put that succeeded is told apart by its type.
+            try withWriteTransaction { t throws -> Void in
                 var loader = StoredObjectLoader(store: self, record: record, transaction: t)
                 for object in objects { try loader.put(object) }
                 // Accepted: taken back with everything it wrote (the id counter it moved in
                 // memory is never written, or moves past ids only a later put takes).
                 throw CheckedAndRolledBack()
             }
-        } catch .transactionAborted(let reason) where reason == CheckedAndRolledBack.reason {
+        } catch is CheckedAndRolledBack {
             return
+        } catch {
+            throw StrataError(error)
         }
     }
 }
 
 /// Ends ``Store/checkStoredObjects(_:of:)``'s transaction after a put that succeeded.
-private struct CheckedAndRolledBack: Error, CustomStringConvertible {
-    static let reason = "checked, and rolled back"
-    var description: String { Self.reason }
-}
+private struct CheckedAndRolledBack: Error {}
 
 /// The put of objects given as ``StoredObject`` values: what ``PutOperation`` does for a typed
 /// object, driven by the catalog record instead of generated code. The relation rules are the
