@@ -295,18 +295,20 @@ import StrataTesting
         try Self.workload(e, commits: 20, seed: 7, model: &model, history: &history, flushEvery: 1000)
         try e.archiveNow()
         e.close()
-        let logs = try target.list().compactMap { name -> (generation: UInt64, wal: UInt64)? in
-            if case let .log(g, w, _)? = ArchiveObject(name: name) { return (g, w) }
-            return nil
+        var pieces: [ArchivedLogPiece] = []
+        for name in try target.list() {
+            if case .log? = ArchiveObject(name: name) { pieces.append(try ArchivedLogPiece.decode(try target.get(name), name: name)) }
         }
-        let last = try #require(logs.max { $0.wal < $1.wal })
-        // A later log of the same generation holding one record: sequence 2^64 − 2, 5 of them.
+        let lastWal = try #require(pieces.map(\.wal).max())
+        let last = try #require(pieces.filter { $0.wal == lastWal }.max { $0.offset < $1.offset })
+        // The last log's next piece, holding one record: sequence 2^64 − 2, 5 of them.
         var payload = ByteWriter()
         payload.appendFixed64(UInt64.max - 1)
         payload.appendFixed32(5)
         var framed = ByteWriter()
         payload.bytes.withUnsafeBytes { LogWriter.frame($0, into: &framed) }
-        let piece = ArchivedLogPiece(generation: last.generation, wal: last.wal + 1_000, offset: 0, times: [], bytes: framed.bytes)
+        let piece = ArchivedLogPiece(generation: last.generation, wal: lastWal, previous: last.previous,
+                                     offset: last.offset + UInt64(last.bytes.count), times: [], bytes: framed.bytes)
         try target.put(piece.objectName, piece.encode())
         #expect(throws: StorageError.corruption(file: piece.objectName, offset: 0, reason: "archived log damaged or missing")) {
             try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/a")
@@ -411,7 +413,7 @@ import StrataTesting
         #expect(report.sequence < history.keys.max()!)
         #expect(try Self.contents(ofStoreAt: root.path + "/b") == history[report.sequence])
         // A missing segment is named too.
-        let segment = try #require(try target.list().first { $0.hasPrefix("seg-") })
+        let segment = try #require(try target.list().first { $0.contains("-seg-") })
         try target.delete(segment)
         #expect(throws: StorageError.self) { try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/c", options: lenient) }
     }
@@ -433,8 +435,8 @@ import StrataTesting
         let names = try target.list()
         #expect(names.filter { $0.contains("-state-") }.count == 2)
         let states = try names.filter { $0.contains("-state-") }.map { try ArchivedState.decode(try target.get($0), name: $0) }
-        let needed = Set(states.flatMap { $0.segments.map(\.fileNumber) })
-        #expect(Set(names.filter { $0.hasPrefix("seg-") }) == Set(needed.map { ArchiveObject.segment(number: $0).name }))
+        let needed = Set(states.flatMap { s in s.segments.map { ArchiveObject.segment(store: s.generation.store, meta: $0).name } })
+        #expect(Set(names.filter { $0.contains("-seg-") }) == needed)
         #expect(try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/latest").sequence == history.keys.max()!)
         #expect(try Self.contents(ofStoreAt: root.path + "/latest") == model)
         // The first commits are no longer reachable.

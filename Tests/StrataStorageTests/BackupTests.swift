@@ -204,6 +204,35 @@ import StrataTesting
         #expect(fourth.filesCopied == 0 && fourth.filesReused == fourth.segments)
     }
 
+    /// A backup is the same store (its id); an incremental backup trusts a segment of the
+    /// earlier backup only when that backup is of the same store, even when another store wrote
+    /// the very same records under the same numbers (issue 54).
+    @Test func anIncrementalBackupTrustsOnlyItsOwnStoresSegments() throws {
+        let a = TemporaryDirectory(), b = TemporaryDirectory(), backup = TemporaryDirectory()
+        var options = BackupOptions()
+        options.linksFiles = false
+        let layout = EngineOptions.testing(memtableBytes: 64 << 10, blockBytes: 1024, targetSegmentBytes: 4 << 10)
+        let ea = try Engine.open(directory: a.path, options: layout)
+        let eb = try Engine.open(directory: b.path, options: layout)
+        defer { ea.close(); eb.close() }
+        // The same writes into both: the same segment numbers and records.
+        try Self.fill(ea, rounds: 9)
+        try Self.fill(eb, rounds: 9)
+        #expect(ea.storeId != eb.storeId)
+        let first = try ea.backup(toDirectoryPath: backup.path, options: options)
+        #expect(first.filesReused == 0)
+        let again = try ea.backup(toDirectoryPath: backup.path, options: options)
+        #expect(again.filesReused == again.segments)
+        let other = try eb.backup(toDirectoryPath: backup.path, options: options)
+        #expect(other.filesReused == 0 && other.filesCopied == other.segments)
+        #expect(try Self.contents(ofStoreAt: backup.path) == Self.contents(eb))
+        var ro = EngineOptions.testing()
+        ro.readOnly = true
+        let opened = try Engine.open(directory: backup.path, options: ro)
+        #expect(opened.storeId == eb.storeId)
+        opened.close()
+    }
+
     @Test func destinationsThatAreNotUnchangedBackupsAreRefused() throws {
         let dir = TemporaryDirectory(), foreign = TemporaryDirectory(), backup = TemporaryDirectory()
         let e = try Engine.open(directory: dir.path, options: .testing())

@@ -42,7 +42,7 @@ import Testing
         let run = try ToolRunner.run(["inspect", dir.path, "--json"])
         #expect(run.status == 0, "\(run.stderr)")
         let report = run.jsonObject
-        #expect(report["storeFormat"] as? Int == 2)
+        #expect(report["storeFormat"] as? Int == 3)
         #expect(report["objectFormat"] as? Int == 5)
         let spaces = (report["keySpaces"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
         #expect(Set(["default", "objects", "meta", "edges", "indexes"]).isSubset(of: Set(spaces)))
@@ -292,6 +292,21 @@ import Testing
         let notAnArchive = try ToolRunner.run(["restore", root.path, root.path + "/z"])
         #expect(notAnArchive.status == 2)
         #expect(notAnArchive.stderr.contains("neither a backup"), "\(notAnArchive.stderr)")
+
+        // A second store sharing the archive: a restore names the store it wants.
+        let other = TemporaryDirectory()
+        options.archive!.sharesTarget = true
+        let second = try Store(directoryPath: other.path, options: options)
+        try second.box(for: Tutor.self).put([Tutor(name: "Turing"), Tutor(name: "Church"), Tutor(name: "Gödel")])
+        try second.archiveNow()
+        second.close()
+        let ambiguous = try ToolRunner.run(["restore", archive, root.path + "/which"])
+        #expect(ambiguous.status == 2)
+        #expect(ambiguous.stderr.contains("name one with --store"), "\(ambiguous.stderr)")
+        let id = try #require(try ToolRunner.run(["inspect", other.path, "--json"]).jsonObject["storeId"] as? String)
+        let chosen = try ToolRunner.run(["restore", archive, root.path + "/which", "--store", id])
+        #expect(chosen.status == 0, "\(chosen.stderr)")
+        #expect(try ToolRunner.run(["dump", root.path + "/which", "Tutor"]).stdout.split(separator: "\n").count == 3)
     }
 
     /// Lines longer than the pieces `load` reads the file in (1 MiB) arrive whole, each byte

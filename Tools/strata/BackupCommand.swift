@@ -83,6 +83,9 @@ struct RestoreCommand: ParsableCommand {
     @Flag(name: .customLong("stop-at-damage"), help: "Restore an archive up to the last commit before damage instead of failing.")
     var stopAtDamage = false
 
+    @Option(help: "The store to restore (its id in hex, as inspect shows it) when the archive holds several.")
+    var store: String?
+
     @Flag(help: "Hard-link a backup's segments instead of copying them.")
     var link = false
 
@@ -92,6 +95,7 @@ struct RestoreCommand: ParsableCommand {
     func validate() throws {
         if sequence != nil && at != nil { throw ValidationError("give --sequence or --at, not both") }
         if let at, Self.parseTime(at) == nil { throw ValidationError("--at \(at) is not an ISO 8601 time such as 2026-12-01T10:00:00Z") }
+        if let store, UInt64(store, radix: 16) == nil { throw ValidationError("--store \(store) is not a store id (hexadecimal)") }
     }
 
     static func parseTime(_ text: String) -> Date? {
@@ -108,8 +112,8 @@ struct RestoreCommand: ParsableCommand {
                 throw ToolFailure(message: "no such directory: \(source)")
             }
             if FileManager.default.fileExists(atPath: (source as NSString).appendingPathComponent("CURRENT")) {
-                if sequence != nil || at != nil || stopAtDamage {
-                    throw ToolFailure(message: "\(source) is a backup, which holds one state: --sequence, --at and --stop-at-damage apply to archives")
+                if sequence != nil || at != nil || stopAtDamage || store != nil {
+                    throw ToolFailure(message: "\(source) is a backup, which holds one state: --sequence, --at, --stop-at-damage and --store apply to archives")
                 }
                 let report = try runWithProgress(label: "restoring", json: json, linksFiles: link) { options in
                     try Engine.restoreBackup(at: source, toDirectoryPath: destination, options: options)
@@ -122,6 +126,7 @@ struct RestoreCommand: ParsableCommand {
                 else { .latest }
             var options = ArchiveRestoreOptions()
             options.stopsAtDamage = stopAtDamage
+            options.storeId = store.flatMap { UInt64($0, radix: 16) }
             let report: ArchiveRestoreReport
             do {
                 report = try Engine.restoreArchive(from: DirectoryArchiveTarget(path: source), toDirectoryPath: destination, at: point, options: options)
@@ -131,6 +136,8 @@ struct RestoreCommand: ParsableCommand {
                 throw ToolFailure(message: "\(path) cannot be used: \(reason)")
             } catch let StorageError.invalidOption(_, reason) {
                 throw ToolFailure(message: "\(source): \(reason)")
+            } catch let StorageError.archiveOfAnotherStore(ids, _) {
+                throw ToolFailure(message: "\(source) holds the archives of stores \(ids.map { String($0, radix: 16) }.joined(separator: ", ")): name one with --store")
             }
             let formatter = ISO8601DateFormatter()
             formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]

@@ -34,6 +34,7 @@ struct InspectCommand: ParsableCommand {
         let segments = engine.segments()
         let spaceAmp = try engine.spaceAmplification()
         let storeFormat = engine.formatVersion
+        let storeId = engine.storeId
         let keySpaces: [JSONValue] = engine.keySpaces.map { ks in
             let mine = segments.filter { $0.keySpace == ks.name }
             let levels: [JSONValue] = Set(mine.map(\.level)).sorted().map { level in
@@ -57,6 +58,8 @@ struct InspectCommand: ParsableCommand {
         var fields: [(String, JSONValue)] = [
             ("directory", .string(directory)),
             ("storeFormat", .uint(UInt64(storeFormat))),
+            // 0: a store an older build made, not yet opened writable.
+            ("storeId", .string(String(storeId, radix: 16))),
         ]
         var entities: [JSONValue]?
         if let objects = try openObjectStore(directory) {
@@ -95,7 +98,7 @@ struct InspectCommand: ParsableCommand {
         var lines: [String] = []
         let objectFormat = f["objectFormat"].map { ", object format \($0.text)" } ?? " (key spaces only, no objects)"
         lines.append("Store \(f["directory"]?.plain ?? "")")
-        lines.append("  format: store \(f["storeFormat"]?.text ?? "?")\(objectFormat)")
+        lines.append("  format: store \(f["storeFormat"]?.text ?? "?")\(objectFormat); store id \(f["storeId"]?.plain ?? "?")")
         lines.append("  on disk: segments \(HumanReadable.bytes(f["liveSegmentBytes"]?.number ?? 0)), WAL \(HumanReadable.bytes(f["walBytes"]?.number ?? 0)); memtable in memory after replay \(HumanReadable.bytes(f["memtableBytes"]?.number ?? 0))")
         lines.append("  write amplification (store lifetime) \(HumanReadable.ratio(f["writeAmplification"]?.double ?? 0)), space amplification \(HumanReadable.ratio(f["spaceAmplification"]?.double ?? 0))")
         lines.append("")

@@ -27,14 +27,20 @@ public struct ArchiveOptions: Sendable {
     public var stateInterval: Double = 60
     /// Which states of the store the archive keeps, and so how far back a restore can go.
     public var retention: ArchiveRetention = .states(16)
+    /// Whether the target may hold other stores' archives beside this one. A target holding
+    /// another store's objects is refused by default (``StorageError/archiveOfAnotherStore(storeIds:reason:)``):
+    /// it is most often a second store pointed at the first one's target by mistake. Each
+    /// store's objects carry its id, so stores sharing a target never touch each other's.
+    public var sharesTarget = false
 
     /// Seconds ``Engine/close()`` waits for the last shipment. Past it (a target that hangs),
     /// the close goes on and releases the store, the listener gets
     /// ``EngineEvent/archiveUnfinished(archivedSequence:latestSequence:)``, and the archive
-    /// lacks the commits after `archivedSequence`. A constant, not a stored option: a new field
-    /// here changed `EngineOptions`' layout in a way Swift 6.3.1 miscompiles (copies of
-    /// `StoreOptions` in a module that imports Strata without `@testable` corrupted memory; the
-    /// same as issue 53's `EngineOptions` note).
+    /// lacks the commits after `archivedSequence`. A constant: when it was made a stored option,
+    /// test binaries crashed with bad pointers in copies of `StoreOptions`, which was then taken
+    /// for a miscompile; the same crash after ``sharesTarget`` was added went away once every
+    /// module was rebuilt (an incremental build had kept objects compiled against the old
+    /// layout), which is the likelier cause of both.
     public static let closeTimeout: Double = 30
 
     public init(target: any ArchiveTarget) {

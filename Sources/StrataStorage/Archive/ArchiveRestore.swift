@@ -14,6 +14,10 @@ public struct ArchiveRestoreOptions: Sendable {
     /// commit: restore the last commit before the damage (and name the object in
     /// ``ArchiveRestoreReport/stoppedAt``) instead of throwing.
     public var stopsAtDamage = false
+    /// The store to restore when the target holds the archives of several (their ids are in
+    /// the ``StorageError/archiveOfAnotherStore(storeIds:reason:)`` a restore without it
+    /// throws); nil: the only one.
+    public var storeId: UInt64?
 
     public init() {}
 }
@@ -35,30 +39,6 @@ public struct ArchiveRestoreReport: Sendable, Equatable {
     public var seconds: Double
 }
 
-/// One generation's history in an archive: its states, and its logs as far as they are whole.
-private struct ArchivedGeneration {
-    var id: UInt64
-    var states: [ArchivedState] = []
-    /// Per WAL number, its pieces by offset.
-    var pieces: [UInt64: [UInt64: String]] = [:]
-    /// Assembled logs (see `assemble`).
-    var logs: [AssembledLog] = []
-    /// The object at which the logs stop being whole, if they do.
-    var brokenAt: String?
-
-    var newest: Int64 { states.map(\.micros).max() ?? .min }
-}
-
-/// One WAL as the archive holds it: its bytes from 0 and its records' ends and sequences.
-private struct AssembledLog {
-    var number: UInt64
-    var bytes: [UInt8]
-    /// Each batch record: where it ends, and its last sequence number.
-    var records: [(end: Int, sequence: UInt64)]
-    var endsWithEndOfLog: Bool
-    var times: [ArchivedLogPiece.CommitTime]
-}
-
 extension Engine {
     /// Rebuilds the store as of one commit from a continuous archive (``EngineOptions/archive``)
     /// into `path` (missing or empty): the last commit the archive holds, the last one at or
@@ -66,7 +46,8 @@ extension Engine {
     /// read. A damaged or missing object the restore needs throws
     /// ``StorageError/corruption(file:offset:reason:)`` naming it, unless
     /// ``ArchiveRestoreOptions/stopsAtDamage`` asks for the last commit before it. The store
-    /// written is checked (every checksum) before the call returns.
+    /// written is checked (every checksum) before the call returns. It is the same store as the
+    /// archived one (its id): opened with the same archive, it goes on as its newest generation.
     ///
     /// ```swift
     /// let target = DirectoryArchiveTarget(path: "/archive/shop")
@@ -80,66 +61,60 @@ extension Engine {
                                       fileSystem: any FileSystem = PosixFileSystem()) throws -> ArchiveRestoreReport {
         let start = monotonicSeconds()
         try checkRestoreDestination(path, fileSystem: fileSystem)
-        var generations: [UInt64: ArchivedGeneration] = [:]
-        var stoppedAt: String?
-        for name in try target.list() {
-            switch ArchiveObject(name: name) {
-            case let .state(g, _, _)?:
-                do {
-                    let state = try ArchivedState.decode(try target.get(name), name: name)
-                    guard state.generation == g else { throw StorageError.corruption(file: name, offset: 0, reason: "archived state of another generation") }
-                    generations[g, default: ArchivedGeneration(id: g)].states.append(state)
-                } catch let e as StorageError {
-                    // A damaged state is only skipped when asked; it is never used.
-                    guard options.stopsAtDamage, case .corruption = e else { throw e }
-                    stoppedAt = stoppedAt ?? name
-                }
-            case let .log(g, wal, offset)?:
-                generations[g, default: ArchivedGeneration(id: g)].pieces[wal, default: [:]][offset] = name
-            default:
-                continue
-            }
+        let catalog = try ArchiveCatalog.read(target, storeId: options.storeId, stopsAtDamage: options.stopsAtDamage)
+        var stoppedAt = catalog.firstDamagedState
+        let candidates = catalog.newestFirst
+        guard !candidates.isEmpty else { throw StorageError.notAStore(path: "archive (it holds no state of a store)") }
+        /// A generation's logs from its oldest state's log number (what any of its states replays).
+        func history(_ g: ArchiveCatalog.Generation) -> ArchivedHistory {
+            ArchivedHistory.read(g, from: g.states.map(\.logNumber).min() ?? 0, target: target)
         }
-        for g in generations.keys { try generations[g]!.assemble(target) }
 
-        // The generation and the commit.
-        let chosen: (generation: ArchivedGeneration, sequence: UInt64)
+        // The generation and the commit. Only the generations looked at are read, one at a time.
+        var chosen: (generation: ArchiveCatalog.Generation, history: ArchivedHistory, sequence: UInt64)
         switch point {
         case .latest:
-            guard let g = generations.values.filter({ !$0.states.isEmpty }).max(by: { $0.newest < $1.newest }) else {
-                throw StorageError.notAStore(path: "archive (it holds no state of a store)")
-            }
-            if let broken = g.brokenAt {
+            let g = candidates[0]
+            let h = history(g)
+            if let broken = h.brokenAt {
                 guard options.stopsAtDamage else {
                     throw StorageError.corruption(file: broken, offset: 0, reason: "archived log damaged or missing")
                 }
                 stoppedAt = stoppedAt ?? broken
             }
-            chosen = (g, g.reachable)
+            chosen = (g, h, h.reachable(g))
         case let .sequence(n):
             // The newest generation that reaches the commit; if none does (the archive lags),
             // the newest that has a state before it.
-            let candidates = generations.values.filter { g in g.states.contains { $0.sequence <= n } }.sorted { $0.newest > $1.newest }
-            guard let g = candidates.first(where: { $0.reachable >= n }) ?? candidates.first else {
+            var fallback: (ArchiveCatalog.Generation, ArchivedHistory)?
+            var found: (ArchiveCatalog.Generation, ArchivedHistory)?
+            for g in candidates where g.states.contains(where: { $0.sequence <= n }) {
+                let h = history(g)
+                if fallback == nil { fallback = (g, h) }
+                if h.reachable(g, from: n) >= n { found = (g, h); break }
+            }
+            guard let (g, h) = found ?? fallback else {
                 throw StorageError.invalidOption(name: "sequence", reason: "the archive holds no state at or before sequence \(n)")
             }
-            chosen = (g, n)
+            chosen = (g, h, n)
         case let .time(seconds):
             guard seconds.isFinite else {
                 throw StorageError.invalidOption(name: "at", reason: "\(seconds) is not a point in time")
             }
             let limit = Archiver.micros(seconds: seconds)
-            var best: (g: ArchivedGeneration, time: ArchivedLogPiece.CommitTime)?
-            for g in generations.values where !g.states.isEmpty {
+            var best: (g: ArchiveCatalog.Generation, h: ArchivedHistory, time: ArchivedLogPiece.CommitTime)?
+            for g in candidates {
                 // Commit times, and the points states were taken at (an open's has no commit).
-                for t in g.logs.flatMap(\.times) + g.states.map(\.committed) where t.micros <= limit && t.sequence <= g.reachable {
-                    if best == nil || (t.micros, t.sequence) > (best!.time.micros, best!.time.sequence) { best = (g, t) }
+                let h = history(g)
+                let reachable = h.reachable(g)
+                for t in h.logs.flatMap(\.times) + g.states.map(\.committed) where t.micros <= limit && t.sequence <= reachable {
+                    if best == nil || (t.micros, t.sequence) > (best!.time.micros, best!.time.sequence) { best = (g, h, t) }
                 }
             }
             guard let best else {
                 throw StorageError.invalidOption(name: "time", reason: "the archive holds no commit at or before \(seconds) seconds since 1970")
             }
-            chosen = (best.g, best.time.sequence)
+            chosen = (best.g, best.h, best.time.sequence)
         }
         let g = chosen.generation
         guard let state = g.states.filter({ $0.sequence <= chosen.sequence }).max(by: { ($0.sequence, $0.serial) < ($1.sequence, $1.serial) }) else {
@@ -147,34 +122,34 @@ extension Engine {
         }
 
         // The logs from the state's log number, cut after the last commit at or before the target.
-        var logs = g.logs.filter { $0.number >= state.logNumber }
+        var logs = chosen.history.logs.filter { $0.number >= state.logNumber }
         // The state's own log has no piece when nothing was written to it yet: then no later
         // log may have one either.
         if let first = logs.first, first.number != state.logNumber {
-            let name = ArchiveObject.log(generation: g.id, wal: state.logNumber, offset: 0).name
+            let name = ArchiveObject.log(g.name, wal: state.logNumber, offset: 0).name
             guard options.stopsAtDamage else { throw StorageError.corruption(file: name, offset: 0, reason: "archived log piece missing") }
             stoppedAt = stoppedAt ?? name
             logs = []
         }
         var sequence = state.sequence
-        var kept: [(number: UInt64, bytes: ArraySlice<UInt8>)] = []
+        var kept: [(number: UInt64, end: Int)] = []
         for (i, log) in logs.enumerated() {
             let inside = log.records.filter { $0.sequence <= chosen.sequence }
             if let last = inside.last { sequence = max(sequence, last.sequence) }
             let whole = inside.count == log.records.count
-            kept.append((log.number, whole ? log.bytes[...] : log.bytes[..<(inside.last?.end ?? 0)]))
+            kept.append((log.number, whole ? log.validEnd : inside.last?.end ?? 0))
             // A log that ends without its end-of-log record has no successor in the archive.
             if !whole || !log.endsWithEndOfLog || i == logs.count - 1 { break }
         }
         // Commits past what the archive holds whole: a lagging archive simply ends there (the
         // report says where); damage or a missing piece before the target is an error.
-        if chosen.sequence > g.reachable, let broken = g.brokenAt {
+        if chosen.sequence > chosen.history.reachable(g, from: chosen.sequence), let broken = chosen.history.brokenAt {
             guard options.stopsAtDamage else {
                 throw StorageError.corruption(file: broken, offset: 0, reason: "archived log damaged or missing before sequence \(chosen.sequence)")
             }
             stoppedAt = stoppedAt ?? broken
         }
-        let commitTime = g.logs.lazy.flatMap(\.times).filter { $0.sequence == sequence }.map(\.micros).max()
+        let commitTime = chosen.history.logs.lazy.flatMap(\.times).filter { $0.sequence == sequence }.map(\.micros).max()
 
         // The store: segments and logs, then the manifest and CURRENT (SPEC.md §3.3).
         try fileSystem.createDirectory(path)
@@ -193,7 +168,7 @@ extension Engine {
         try fileSystem.syncDirectory(path)
         var highest = max(state.nextFileNumber, state.logNumber + 1)
         for meta in state.segments {
-            let name = ArchiveObject.segment(number: meta.fileNumber).name
+            let name = ArchiveObject.segment(store: catalog.store, meta: meta).name
             let bytes = try target.get(name)
             guard UInt64(bytes.count) == meta.fileSize else {
                 throw StorageError.corruption(file: name, offset: 0, reason: "archived segment of \(bytes.count) bytes, the state says \(meta.fileSize)")
@@ -201,10 +176,20 @@ extension Engine {
             try writeSynced(bytes[...], to: joinPath(path, StoreFile.segmentName(meta.fileNumber)), fileSystem: fileSystem)
         }
         var logBytes: UInt64 = 0
-        if kept.isEmpty { kept = [(state.logNumber, [])] }
+        if kept.isEmpty { kept = [(state.logNumber, 0)] }
         for log in kept {
-            try writeSynced(log.bytes, to: joinPath(path, StoreFile.walName(log.number)), fileSystem: fileSystem)
-            logBytes += UInt64(log.bytes.count)
+            // Fetched again, one WAL at a time: the choice above kept no log's bytes.
+            var bytes: ArraySlice<UInt8> = []
+            if log.end > 0 {
+                let joined = ArchivedHistory.joinedBytes(g, wal: log.number, target: target)
+                guard let all = joined.bytes, all.count >= log.end else {
+                    let name = joined.brokenAt ?? ArchiveObject.log(g.name, wal: log.number, offset: 0).name
+                    throw StorageError.corruption(file: name, offset: 0, reason: "archived log changed while it was restored")
+                }
+                bytes = all[..<log.end]
+            }
+            try writeSynced(bytes, to: joinPath(path, StoreFile.walName(log.number)), fileSystem: fileSystem)
+            logBytes += UInt64(bytes.count)
             highest = max(highest, log.number + 1)
         }
         try fileSystem.syncDirectory(path)
@@ -213,9 +198,16 @@ extension Engine {
         edit.logNumber = state.logNumber
         edit.nextFileNumber = highest + 1
         edit.lastSequence = max(state.sequence, sequence)
+        // The same store: opened with the same archive, it ships as the store's next generation.
+        if catalog.store != 0 { edit.storeId = catalog.store }
         // Key spaces are only ever added, with fixed ids, and a record may use one created
-        // after the state: the generation's newest state lists them all.
-        edit.addedKeySpaces = g.states.max(by: { $0.serial < $1.serial })?.keySpaces ?? state.keySpaces
+        // after the state: the generation's newest state lists them all, or, for a WAL an
+        // earlier open left and a later one shipped, a later generation's state does (the
+        // longest list that agrees with this generation's).
+        let own = g.states.max(by: { $0.serial < $1.serial })?.keySpaces ?? state.keySpaces
+        edit.addedKeySpaces = catalog.generations.flatMap(\.states).map(\.keySpaces)
+            .filter { $0.count > own.count && Array($0.prefix(own.count)) == own }
+            .max { $0.count < $1.count } ?? own
         edit.addedSegments = state.segments
         try VersionSet.writeManifest(edit, number: highest, fileSystem: fileSystem, directory: path).close()
         try VersionSet.replaceCurrent(manifestNumber: highest, fileSystem: fileSystem, directory: path)
@@ -225,14 +217,17 @@ extension Engine {
         let verification = try verify(directory: path, fileSystem: fileSystem)
         if let p = verification.problems.first {
             try? fileSystem.removeFile(joinPath(path, FormatConstants.currentFileName))
-            let file = p.file.hasSuffix(FormatConstants.segmentSuffix)
-                ? ArchiveObject.segment(number: UInt64(p.file.split(separator: "/").last!.dropLast(FormatConstants.segmentSuffix.count)) ?? 0).name
-                : p.file
+            var file = p.file
+            if p.file.hasSuffix(FormatConstants.segmentSuffix),
+               let n = UInt64(p.file.split(separator: "/").last!.dropLast(FormatConstants.segmentSuffix.count)),
+               let meta = state.segments.first(where: { $0.fileNumber == n }) {
+                file = ArchiveObject.segment(store: catalog.store, meta: meta).name
+            }
             throw StorageError.corruption(file: file, offset: p.offset, reason: p.reason)
         }
         try fileSystem.removeFile(joinPath(path, BackupMarker.fileName))
         try fileSystem.syncDirectory(path)
-        return ArchiveRestoreReport(sequence: sequence, commitTime: commitTime.map { Double($0) / 1e6 }, generation: g.id,
+        return ArchiveRestoreReport(sequence: sequence, commitTime: commitTime.map { Double($0) / 1e6 }, generation: g.name.id,
                                     segments: state.segments.count, logBytes: logBytes, stoppedAt: stoppedAt,
                                     seconds: monotonicSeconds() - start)
     }
@@ -258,67 +253,5 @@ extension Engine {
             throw error
         }
         try file.close()
-    }
-}
-
-extension ArchivedGeneration {
-    /// The highest sequence number the generation can be restored to.
-    var reachable: UInt64 {
-        max(states.map(\.sequence).max() ?? 0, logs.flatMap(\.records).map(\.sequence).max() ?? 0)
-    }
-
-    /// Reads every piece, and joins each WAL's pieces from offset 0 while they follow each other
-    /// and are whole; records where the logs stop being whole.
-    mutating func assemble(_ target: any ArchiveTarget) throws {
-        states.sort { ($0.sequence, $0.serial) < ($1.sequence, $1.serial) }
-        for wal in pieces.keys.sorted() {
-            var bytes: [UInt8] = []
-            var times: [ArchivedLogPiece.CommitTime] = []
-            var broken = false
-            for (offset, name) in pieces[wal]!.sorted(by: { $0.key < $1.key }) {
-                guard offset == UInt64(bytes.count) else {
-                    brokenAt = brokenAt ?? ArchiveObject.log(generation: id, wal: wal, offset: UInt64(bytes.count)).name
-                    broken = true
-                    break
-                }
-                guard let piece = try? ArchivedLogPiece.decode(try target.get(name), name: name),
-                      piece.generation == id, piece.wal == wal, piece.offset == offset else {
-                    brokenAt = brokenAt ?? name
-                    broken = true
-                    break
-                }
-                bytes += piece.bytes
-                times += piece.times
-            }
-            if broken && bytes.isEmpty { break }
-            var records: [(end: Int, sequence: UInt64)] = []
-            var endsWithEndOfLog = false
-            var craftedAt: Int?
-            let reader = LogReader(bytes: bytes, path: ArchiveObject.log(generation: id, wal: wal, offset: 0).name, allowsMarks: true)
-            let outcome = try reader.forEachRecord { record in
-                if record.isEndOfLog {
-                    endsWithEndOfLog = true
-                } else if craftedAt == nil {
-                    // Numbers from the archive, checked before any arithmetic (``WALRecord``): a
-                    // record too short or whose sequences run past the limit is damage, not a trap.
-                    guard let batch = try? WALRecord(parsing: record.payload, path: "", offset: record.offset) else {
-                        craftedAt = record.offset
-                        return
-                    }
-                    if let last = batch.lastSequence { records.append((record.end, last)) }
-                    endsWithEndOfLog = false
-                }
-            }
-            // The log up to the record that is damage (the record before it ends there).
-            let validEnd = craftedAt ?? outcome.validEnd
-            if let craftedAt {
-                brokenAt = brokenAt ?? ArchiveObject.log(generation: id, wal: wal, offset: UInt64(craftedAt)).name
-                broken = true
-                endsWithEndOfLog = false
-            }
-            logs.append(AssembledLog(number: wal, bytes: Array(bytes[..<validEnd]), records: records,
-                                     endsWithEndOfLog: endsWithEndOfLog, times: times))
-            if broken { break }
-        }
     }
 }

@@ -81,8 +81,9 @@ public struct DirectoryArchiveTarget: ArchiveTarget {
 
     /// Removes the temporary files of puts a crash cut short (``temporaryPrefix``): the
     /// archiver's first call, when no put of its store is under way (one process has a store
-    /// open at a time). A target holds one store's archive (SPEC.md §3.3); were another store's
-    /// put under way, it would fail at its rename and be retried.
+    /// open at a time). A target holds one store's archive unless shared
+    /// (``ArchiveOptions/sharesTarget``, SPEC.md §3.3); were another store's put under way, it
+    /// would fail at its rename and be retried.
     public func removeIncompleteObjects() throws {
         guard fileSystem.directoryExists(path) else { return }
         for name in try fileSystem.listDirectory(path) where name.hasPrefix(Self.temporaryPrefix) {

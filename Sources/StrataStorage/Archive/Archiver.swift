@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -20,12 +21,20 @@ final class Archiver: @unchecked Sendable {
         var times: [ArchivedLogPiece.CommitTime] = []
         /// The last sequence number of a commit that ends in it.
         var sequence: UInt64 = 0
+        /// The generation the WAL belongs to (this one's id, or an earlier open's whose WAL
+        /// the store kept because the archive lacked it: SPEC.md §3.3).
+        var generation: UInt64 = 0
+        /// The generation's WAL before it (0 for its first); nil until the archive is listed
+        /// (an earlier open's WAL).
+        var previous: UInt64? = 0
     }
 
     let options: ArchiveOptions
     let directory: String
     let fileSystem: any FileSystem
+    /// This open's generation id (its ordinal comes from the archive: ``ordinal``).
     let generation: UInt64
+    let storeId: UInt64
     /// Removes the store's WAL files below a number: those the archive has whole and the store
     /// no longer needs (the engine checks its log number).
     private let removeShippedWals: @Sendable (UInt64) -> Void
@@ -40,6 +49,8 @@ final class Archiver: @unchecked Sendable {
     /// The last commit noted, with the time it was noted at (nil before the first).
     private var lastNoted: ArchivedLogPiece.CommitTime?
     private var stopping = false
+    /// The last WAL of this generation noted: the next one's ``PendingLog/previous``.
+    private var lastOwnWal: UInt64 = 0
     /// How long ``stop(timeout:)`` waits at close: ``ArchiveOptions/closeTimeout``; tests set
     /// less (internal, so that no public options struct changes layout).
     var closeTimeout = ArchiveOptions.closeTimeout
@@ -49,6 +60,8 @@ final class Archiver: @unchecked Sendable {
     private var abandoned = false
     private var wakeRequested = false
     private var status: ArchiveStatus
+    /// The error behind `status.lastError`.
+    private var lastFailure: (any Error)?
     private var roundsCompleted = 0
     /// Set by ``waitUntilArchived`` (and a close): the next round ships the latest state too.
     private var statesForced = false
@@ -57,27 +70,42 @@ final class Archiver: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
 
     // Owned by the archiver's thread.
-    private var shippedSegments: Set<UInt64> = []
     private var shippedOffsets: [UInt64: UInt64] = [:]
     private var serial: UInt64 = 0
+    /// Names of this store's segments the archive holds.
+    private var shippedSegments: Set<String> = []
+    /// This generation's ordinal and those of the earlier generations whose WALs it ships; set
+    /// when the archive is first listed.
+    private var ordinals: [UInt64: UInt64] = [:]
     private var listed = false
 
     /// `state`: the store as recovery left it; `wals`: the WAL files from its log number on, the
-    /// active one last, with their sizes; `sequence`: the last sequence recovery replayed.
-    init(options: ArchiveOptions, directory: String, fileSystem: any FileSystem, generation: UInt64, state: (Version, ArchivedState),
-         wals: [(number: UInt64, size: UInt64)], sequence: UInt64, removeShippedWals: @escaping @Sendable (UInt64) -> Void) {
+    /// active one last, with their sizes; `inherited`: WALs below the log number that earlier
+    /// opens (`generation`) may not have shipped whole; `sequence`: the last sequence recovery
+    /// replayed.
+    init(options: ArchiveOptions, directory: String, fileSystem: any FileSystem, storeId: UInt64, generation: UInt64,
+         state: (Version, ArchivedState), wals: [(number: UInt64, size: UInt64)],
+         inherited: [(number: UInt64, size: UInt64, generation: UInt64)], sequence: UInt64,
+         removeShippedWals: @escaping @Sendable (UInt64) -> Void) {
         self.options = options
         self.directory = directory
         self.fileSystem = fileSystem
         self.removeShippedWals = removeShippedWals
+        self.storeId = storeId
         self.generation = generation
+        clockOffset = Self.testClockOffsets.withLock { $0[directory] } ?? 0
         status = ArchiveStatus(archivedSequence: 0, latestSequence: sequence, pendingLogBytes: 0, consecutiveFailures: 0,
                                lastError: nil, objectsPut: 0, bytesPut: 0)
         openingState = state
         wakeRequested = true   // the base state goes out at once
         for (i, w) in wals.enumerated() {
             // The replayed logs are whole; the active one holds what recovery put in it.
-            logs[w.number] = PendingLog(end: w.size, sealed: i < wals.count - 1, times: [], sequence: sequence)
+            logs[w.number] = PendingLog(end: w.size, sealed: i < wals.count - 1, times: [], sequence: sequence,
+                                        generation: generation, previous: i == 0 ? 0 : wals[i - 1].number)
+        }
+        lastOwnWal = wals.last?.number ?? 0
+        for w in inherited {
+            logs[w.number] = PendingLog(end: w.size, sealed: true, times: [], sequence: 0, generation: w.generation, previous: nil)
         }
         DispatchQueue(label: "strata.archive").async { [self] in run() }
     }
@@ -94,10 +122,11 @@ final class Archiver: @unchecked Sendable {
     /// A commit group ended at byte `end` of WAL `wal`; its last sequence number is `sequence`.
     /// REQUIRES: the engine's commit lock (so calls come in commit order).
     func noteCommit(wal: UInt64, end: UInt64, sequence: UInt64) {
-        let now = Self.nowMicros()
+        let now = nowMicros()
         lock.withLock {
+            notePresence(of: wal)
             // In place: a copy of the entry would copy its list of times at every commit.
-            Self.record(into: &logs[wal, default: PendingLog()], end: end, sequence: sequence, now: now)
+            Self.record(into: &logs[wal]!, end: end, sequence: sequence, now: now)
             lastNoted = .init(sequence: sequence, micros: now)
             status.latestSequence = sequence
         }
@@ -110,6 +139,14 @@ final class Archiver: @unchecked Sendable {
     /// commit.
     func lastCommit() -> ArchivedLogPiece.CommitTime? {
         lock.withLock { lastNoted }
+    }
+
+    /// Starts the entry of a WAL of this generation seen for the first time, linked to the one
+    /// before it. REQUIRES: `lock`.
+    private func notePresence(of wal: UInt64) {
+        guard logs[wal] == nil else { return }
+        logs[wal] = PendingLog(generation: generation, previous: wal > lastOwnWal ? lastOwnWal : 0)
+        lastOwnWal = max(lastOwnWal, wal)
     }
 
     private static func record(into log: inout PendingLog, end: UInt64, sequence: UInt64, now: Int64) {
@@ -128,7 +165,8 @@ final class Archiver: @unchecked Sendable {
     /// written to it. REQUIRES: the engine's commit lock.
     func noteSealed(wal: UInt64, end: UInt64) {
         lock.withLock {
-            var log = logs[wal] ?? PendingLog()
+            notePresence(of: wal)
+            var log = logs[wal]!
             log.end = max(log.end, end)
             log.sealed = true
             logs[wal] = log
@@ -169,11 +207,21 @@ final class Archiver: @unchecked Sendable {
         while !(roundsCompleted > startRound && status.archivedSequence >= sequence && pendingState == nil && openingState == nil) {
             if stopping { throw StorageError.closed }
             if roundsCompleted > startRound, status.consecutiveFailures > 0, let e = status.lastError {
+                // The engine's own errors as they are (a refused target is typed); a target's
+                // other errors wrapped, naming the archive.
+                if let typed = lastFailure as? StorageError, case .archiveOfAnotherStore = typed { throw typed }
                 throw StorageError.io(operation: "archive: \(e)", path: directory, errno: 0)
             }
             let left = deadline - monotonicSeconds()
             if left <= 0 {
                 throw StorageError.io(operation: "archive: not caught up after \(timeout) s", path: directory, errno: 0)
+            }
+            // A state noted after the round that shipped the forced one (a flush the open
+            // started, say) is forced too: it would otherwise wait for `stateInterval`.
+            if pendingState != nil && !statesForced {
+                statesForced = true
+                wakeRequested = true
+                lock.broadcast()
             }
             lock.wait(timeoutSeconds: min(left, 0.05))
         }
@@ -241,6 +289,7 @@ final class Archiver: @unchecked Sendable {
                 lock.withLock {
                     status.consecutiveFailures = failures
                     status.lastError = "\(error)"
+                    lastFailure = error
                     roundsCompleted += 1
                     lock.broadcast()
                 }
@@ -259,26 +308,24 @@ final class Archiver: @unchecked Sendable {
     }
 
     private func shipRound(states: [(Version, ArchivedState)], logs snapshot: [UInt64: PendingLog]) throws {
-        if !listed {
-            // Segments are shared by generations: one an earlier open shipped is not shipped again.
-            for name in try options.target.list() {
-                if case let .segment(n)? = ArchiveObject(name: name) { shippedSegments.insert(n) }
-            }
-            listed = true
-        }
+        if !listed { try prepare() }
+        let own = ArchiveGeneration(store: storeId, ordinal: ordinals[generation]!, id: generation)
         for (version, archived) in states {
             try withExtendedLifetime(version) {
-                for meta in archived.segments where !shippedSegments.contains(meta.fileNumber) {
+                for meta in archived.segments {
+                    let name = ArchiveObject.segment(store: storeId, meta: meta).name
+                    guard !shippedSegments.contains(name) else { continue }
                     try checkNotAbandoned()
                     let path = joinPath(directory, StoreFile.segmentName(meta.fileNumber))
                     let bytes = try readFile(path, from: 0, to: meta.fileSize)
-                    try put(ArchiveObject.segment(number: meta.fileNumber).name, bytes)
-                    shippedSegments.insert(meta.fileNumber)
+                    try put(name, bytes)
+                    shippedSegments.insert(name)
                 }
             }
             var s = archived
+            s.generation = own
             s.serial = serial
-            s.micros = Self.nowMicros()
+            s.micros = nowMicros()
             try put(s.objectName, s.encode())
             serial += 1
             lock.withLock {
@@ -291,17 +338,21 @@ final class Archiver: @unchecked Sendable {
         var sealedShipped = false
         for (wal, log) in snapshot.sorted(by: { $0.key < $1.key }) {
             let from = shippedOffsets[wal] ?? 0
-            if log.end > from {
+            // An earlier open that shipped nothing has no history in the archive its WAL could
+            // join: the WAL is let go (its commits are in this generation's opening state).
+            if log.end > from, let ordinal = ordinals[log.generation] {
                 try checkNotAbandoned()
                 let bytes = try readFile(joinPath(directory, StoreFile.walName(wal)), from: from, to: log.end)
-                let piece = ArchivedLogPiece(generation: generation, wal: wal, offset: from, times: log.times, bytes: bytes)
+                let piece = ArchivedLogPiece(generation: ArchiveGeneration(store: storeId, ordinal: ordinal, id: log.generation), wal: wal,
+                                             previous: log.previous ?? previousOfInherited[wal] ?? 0, offset: from,
+                                             times: log.times, bytes: bytes)
                 try put(piece.objectName, piece.encode())
                 shippedOffsets[wal] = log.end
             }
-            let whole = log.sealed && (shippedOffsets[wal] ?? 0) >= log.end
+            let whole = log.sealed && ((shippedOffsets[wal] ?? 0) >= log.end || ordinals[log.generation] == nil)
             if whole { sealedShipped = true }
             lock.withLock {
-                shippedOffsetsSnapshot[wal] = shippedOffsets[wal] ?? 0
+                shippedOffsetsSnapshot[wal] = whole ? log.end : shippedOffsets[wal] ?? 0
                 if var current = logs[wal] {
                     // Times shipped with this piece are dropped; later ones stay, and so does the
                     // last one if a commit in the same millisecond moved it on meanwhile.
@@ -321,6 +372,58 @@ final class Archiver: @unchecked Sendable {
         }
     }
 
+    /// The `previous` of each WAL an earlier open left (``prepare``).
+    private var previousOfInherited: [UInt64: UInt64] = [:]
+
+    /// The first round's look at the archive (SPEC.md §3.3): refuses a target holding another
+    /// store's archive (unless ``ArchiveOptions/sharesTarget``); takes this generation's ordinal,
+    /// one above the highest of the store's generations there; notes the segments already
+    /// shipped; and finds where each WAL an earlier open left ends in the archive.
+    private func prepare() throws {
+        var objects: [(name: String, object: ArchiveObject)] = []
+        for name in try options.target.list() {
+            if let object = ArchiveObject(name: name) { objects.append((name, object)) }
+        }
+        let others = Set(objects.map(\.object.store)).subtracting([0, storeId])
+        if !others.isEmpty && !options.sharesTarget {
+            throw StorageError.archiveOfAnotherStore(
+                storeIds: others.sorted(),
+                reason: "store \(ArchiveObject.hex(storeId)) ships nothing into another store's archive; give it a target of its own, or set ArchiveOptions.sharesTarget")
+        }
+        var highest: UInt64 = 0
+        var known: [UInt64: UInt64] = [:]
+        var pieces: [UInt64: [UInt64: [(offset: UInt64, name: String)]]] = [:]   // generation → WAL → pieces
+        for (name, object) in objects where object.store == storeId {
+            switch object {
+            case .segment: shippedSegments.insert(name)
+            case let .state(g, _, _):
+                highest = max(highest, g.ordinal)
+                known[g.id] = g.ordinal
+            case let .log(g, wal, offset):
+                highest = max(highest, g.ordinal)
+                known[g.id] = g.ordinal
+                pieces[g.id, default: [:]][wal, default: []].append((offset, name))
+            }
+        }
+        // At most 2^48 opens: the ordinal's 12 digits never run out.
+        ordinals[generation] = highest + 1
+        let inherited = lock.withLock { logs.filter { $0.value.generation != generation } }
+        for (wal, log) in inherited.sorted(by: { $0.key < $1.key }) {
+            guard let ordinal = known[log.generation] else { continue }
+            ordinals[log.generation] = ordinal
+            let shipped = pieces[log.generation]?[wal] ?? []
+            if let last = shipped.max(by: { $0.offset < $1.offset }) {
+                let piece = try ArchivedLogPiece.decode(try options.target.get(last.name), name: last.name)
+                shippedOffsets[wal] = last.offset + UInt64(piece.bytes.count)
+                previousOfInherited[wal] = piece.previous ?? 0
+            } else {
+                let earlier = Array(pieces[log.generation]?.keys ?? [:].keys) + inherited.filter { $0.value.generation == log.generation }.map(\.key)
+                previousOfInherited[wal] = earlier.filter { $0 < wal }.max() ?? 0
+            }
+        }
+        listed = true
+    }
+
     /// Reads bytes `from..<to` of a store file.
     private func readFile(_ path: String, from: UInt64, to: UInt64) throws -> [UInt8] {
         guard to > from else { return [] }
@@ -332,42 +435,51 @@ final class Archiver: @unchecked Sendable {
     }
 
     /// Deletes what the retention rule lets go: older states, then the log pieces and segments
-    /// no kept state needs (SPEC.md §3.3).
+    /// no kept state needs (SPEC.md §3.3). Only this store's objects, ordered by generation
+    /// ordinal, sequence and serial: a clock that steps back never makes a new state look old.
     private func applyRetention() throws {
-        var states: [(name: String, object: ArchiveObject)] = []
+        let own = ordinals[generation]!
+        var states: [String] = []
         var others: [(name: String, object: ArchiveObject)] = []
         for name in try options.target.list() {
-            guard let object = ArchiveObject(name: name) else { continue }
-            if case .state = object { states.append((name, object)) } else { others.append((name, object)) }
+            guard let object = ArchiveObject(name: name), object.store == storeId else { continue }
+            switch object {
+            case let .state(g, _, _), let .log(g, _, _):
+                // Another open of this store ships beside this one (a copy of its directory, a
+                // restore of it, started later): which history goes on is a restore's choice,
+                // and nothing is deleted meanwhile.
+                if g.id != generation && g.ordinal >= own { return }
+            case .segment: break
+            }
+            if case .state = object { states.append(name) } else { others.append((name, object)) }
         }
-        // Newest first: by shipping time, read from each state (names order by sequence only).
         var decoded: [(name: String, state: ArchivedState)] = []
-        for s in states {
+        for name in states {
             // A state that does not decode is left alone (a restore reports it).
-            guard let state = try? ArchivedState.decode(try options.target.get(s.name), name: s.name) else { continue }
-            decoded.append((s.name, state))
+            guard let state = try? ArchivedState.decode(try options.target.get(name), name: name) else { continue }
+            decoded.append((name, state))
         }
-        decoded.sort { ($0.state.micros, $0.state.serial) > ($1.state.micros, $1.state.serial) }
+        decoded.sort { $0.state.isNewer(than: $1.state) }
         var keep = decoded.count
         switch options.retention {
         case let .states(n): keep = max(1, n)
         case let .seconds(age):
             // now ≥ 0 and the age in 0...Int64.max: the difference cannot overflow.
-            let cutoff = Self.nowMicros() - Self.micros(seconds: age)
+            let cutoff = nowMicros() - Self.micros(seconds: age)
             keep = max(1, decoded.prefix { $0.state.micros >= cutoff }.count)
         }
         guard decoded.count > keep else { return }
         let kept = decoded.prefix(keep).map(\.state)
-        let neededSegments = Set(kept.flatMap { $0.segments.map(\.fileNumber) })
+        let neededSegments = Set(kept.flatMap { s in s.segments.map { ArchiveObject.segment(store: storeId, meta: $0).name } })
         var firstLog: [UInt64: UInt64] = [:]   // per generation, the lowest log number a kept state replays from
-        for s in kept { firstLog[s.generation] = min(firstLog[s.generation] ?? .max, s.logNumber) }
+        for s in kept { firstLog[s.generation.id] = min(firstLog[s.generation.id] ?? .max, s.logNumber) }
         for (name, _) in decoded.dropFirst(keep) { try options.target.delete(name) }
         for (name, object) in others {
             switch object {
-            case let .segment(n) where !neededSegments.contains(n):
+            case .segment where !neededSegments.contains(name):
                 try options.target.delete(name)
-                shippedSegments.remove(n)
-            case let .log(g, wal, _) where wal < (firstLog[g] ?? .max):
+                shippedSegments.remove(name)
+            case let .log(g, wal, _) where wal < (firstLog[g.id] ?? .max):
                 try options.target.delete(name)
             default:
                 break
@@ -383,6 +495,14 @@ final class Archiver: @unchecked Sendable {
         if m <= -9.2e18 { return .min }
         return Int64(m)
     }
+
+    /// Tests only: how far the clock of the archive of a store directory is set off (a clock
+    /// stepped back by NTP, a restored VM), read when its archiver starts.
+    static let testClockOffsets = Mutex<[String: Int64]>([:])
+    private let clockOffset: Int64
+
+    /// Now, by this archiver's clock (microseconds since 1970).
+    private func nowMicros() -> Int64 { Self.nowMicros() + clockOffset }
 
     static func nowMicros() -> Int64 {
         var ts = timespec()

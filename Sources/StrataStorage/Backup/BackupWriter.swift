@@ -10,6 +10,8 @@ struct BackupSource {
     var wals: [UInt64]
     var nextFileNumber: UInt64
     var lastSequence: UInt64
+    /// The store's id (0 for an older store opened read-only, which has none yet).
+    var storeId: UInt64 = 0
 }
 
 /// Writes a backup directory from a ``BackupSource`` (SPEC.md §3.2): a complete store that opens
@@ -32,6 +34,8 @@ struct BackupWriter {
         /// The unchanged earlier backup, if there is one: its marker entry and its segments.
         var manifest: BackupMarker.Manifest?
         var segments: [UInt64: SegmentMeta] = [:]
+        /// The store the earlier backup is of (0: unknown, an older build's).
+        var storeId: UInt64 = 0
         /// Highest file number of any of the store's files there, or counter the manifest holds.
         var highestNumber: UInt64 = 0
     }
@@ -73,7 +77,8 @@ struct BackupWriter {
             let sourcePath = joinPath(source.directory, StoreFile.segmentName(meta.fileNumber))
             var out = meta
             if let old = prior.segments[meta.fileNumber] {
-                if try isSameSegment(meta, old, sourcePath: sourcePath) {
+                // Only a backup of this same store can hold one of its segments.
+                if prior.storeId != 0, prior.storeId == source.storeId, try isSameSegment(meta, old, sourcePath: sourcePath) {
                     report.filesReused += 1
                     report.bytesReused += meta.fileSize
                     metas.append(old.withLevel(meta.level))
@@ -119,6 +124,8 @@ struct BackupWriter {
             edit.lastSequence = source.lastSequence
             edit.addedKeySpaces = source.keySpaces
             edit.addedSegments = metas
+            // A backup is the same store (its archive and later backups know it as such).
+            if source.storeId != 0 { edit.storeId = source.storeId }
             let manifest = try VersionSet.writeManifest(edit, number: manifestNumber, fileSystem: fileSystem, directory: destination)
             try manifest.close()
             manifestWritten = true
@@ -180,14 +187,16 @@ struct BackupWriter {
         let versions = try VersionSet.recover(fileSystem: fileSystem, directory: destination, stats: StatisticsCounters(),
                                               opener: SegmentOpener(open: { _ in throw StorageError.closed }, remove: { _ in }))
         prior.manifest = found
+        prior.storeId = versions.storeId
         prior.highestNumber = max(prior.highestNumber, versions.nextFileNumber)
         for segment in versions.current.allSegments { prior.segments[segment.meta.fileNumber] = segment.meta }
         return prior
     }
 
-    /// Whether the earlier backup's segment `old` is the source's segment `meta`: the same
-    /// manifest record (but for the level, which a move changes) and the same last bytes (the
-    /// footer and the blocks before it, checksums included), and whole on disk.
+    /// Whether the earlier backup's segment `old` (of the same store) is the source's segment
+    /// `meta`: the same manifest record (but for the level, which a move changes; the uid
+    /// included, random per segment since store format 3) and the same last bytes (the footer
+    /// and the blocks before it, checksums included), and whole on disk.
     private func isSameSegment(_ meta: SegmentMeta, _ old: SegmentMeta, sourcePath: String) throws -> Bool {
         guard meta.withLevel(0) == old.withLevel(0) else { return false }
         let destinationPath = joinPath(destination, StoreFile.segmentName(old.fileNumber))

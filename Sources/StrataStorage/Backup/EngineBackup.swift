@@ -45,7 +45,8 @@ extension Engine {
                 return (BackupSource(directory: directory, formatVersion: versions.formatVersion, keySpaces: versions.keySpaces,
                                      segments: versions.current.allSegments.map(\.meta), wals: wals,
                                      nextFileNumber: versions.nextFileNumber,
-                                     lastSequence: max(versions.lastSequence, visibleSequence.load(ordering: .acquiring))),
+                                     lastSequence: max(versions.lastSequence, visibleSequence.load(ordering: .acquiring)),
+                                     storeId: versions.storeId),
                         versions.current)
             }
         }
@@ -53,7 +54,7 @@ extension Engine {
         return manifestLock.withLock {
             (BackupSource(directory: directory, formatVersion: versions.formatVersion, keySpaces: versions.keySpaces,
                           segments: versions.current.allSegments.map(\.meta), wals: [],
-                          nextFileNumber: versions.nextFileNumber, lastSequence: versions.lastSequence),
+                          nextFileNumber: versions.nextFileNumber, lastSequence: versions.lastSequence, storeId: versions.storeId),
              versions.current)
         }
     }

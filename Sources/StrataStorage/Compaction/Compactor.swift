@@ -89,7 +89,7 @@ struct Compactor {
             outputs.append(SegmentMeta(keySpaceId: job.keySpaceId, level: job.outputLevel, fileNumber: number,
                                        fileSize: w.fileSize, smallest: props.smallestKey, largest: props.largestKey,
                                        minSequence: props.minSequence, maxSequence: props.maxSequence,
-                                       entryCount: props.entryCount))
+                                       entryCount: props.entryCount, uid: SegmentMeta.newUid()))
         }
 
         do {

@@ -382,6 +382,15 @@ public final class Engine: @unchecked Sendable {
     /// older store rewrites the manifest in this build's version.
     public var formatVersion: UInt32 { manifestLock.withLock { versions.formatVersion } }
 
+    /// The store's identity: random, set when the store is created (or at the first writable
+    /// open of a store an older build made; 0 until then), and kept by its backups and by a
+    /// restore from its archive. Every object its archive holds is named with it (SPEC.md §3.3).
+    ///
+    /// ```swift
+    /// print(String(engine.storeId, radix: 16))
+    /// ```
+    public var storeId: UInt64 { manifestLock.withLock { versions.storeId } }
+
     /// The last committed sequence number.
     public var latestSequence: UInt64 { visibleSequence.load(ordering: .acquiring) }
 

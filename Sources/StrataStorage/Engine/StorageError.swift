@@ -50,6 +50,12 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A call into the engine or the store from inside one of its callbacks (named), which
     /// runs while the engine waits for it: it would wait for itself (``CallbackScope``).
     case calledFromCallback(String)
+    /// The archive target holds the archive of another store (SPEC.md §3.3): this store ships
+    /// nothing into it (``Engine/archiveStatus()`` and ``Engine/archiveNow(timeout:)`` report
+    /// this), unless ``ArchiveOptions/sharesTarget`` says the target is meant to hold several.
+    /// A restore from a target holding several stores names the one it wants
+    /// (``ArchiveRestoreOptions/storeId``).
+    case archiveOfAnotherStore(storeIds: [UInt64], reason: String)
 
     public var description: String {
         switch self {
@@ -74,6 +80,8 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .destinationInUse(path, reason): "\(path) cannot take a backup: \(reason)"
         case let .calledFromCallback(name):
             "called from inside \(name), which the engine waits for: call it from another queue or task instead"
+        case let .archiveOfAnotherStore(ids, reason):
+            "the archive holds stores \(ids.map { String($0, radix: 16) }.joined(separator: ", ")): \(reason)"
         }
     }
 }

@@ -22,8 +22,10 @@ package enum FormatConstants {
     /// Store format version, written in the manifest (SPEC.md §Manifest). A store written by a
     /// newer version is refused.
     /// Version 2 added the durable marks of WAL records (§5.1); version 1 stores still open (and
-    /// are upgraded by their first writable open).
-    static let storeFormatVersion: UInt32 = 2
+    /// are upgraded by their first writable open). Version 3 added the store id, segment uids
+    /// and the archive's WAL owners (§7.1); version 2 stores get an id at their first writable
+    /// open.
+    static let storeFormatVersion: UInt32 = 3
     /// Segment format version, in every segment footer (SPEC.md §Segment). Version 2 added the
     /// properties block's filter prefix field; version 3 keeps each key's filter probes in one
     /// 64-byte line; version 4 adds id-addressed data blocks (§6.1.1); version 5 gives each of

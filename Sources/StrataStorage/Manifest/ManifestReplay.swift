@@ -8,6 +8,9 @@ struct ManifestReplay {
     var lastSequence: UInt64 = 0
     var keySpaces: [UInt32: KeySpace] = [:]
     var segments: [UInt64: SegmentMeta] = [:]
+    /// The store's id (0 for a store an older build made, until its first writable open).
+    var storeId: UInt64 = 0
+    var archiveLogOwners: [ArchiveLogOwner] = []
     /// Valid records applied.
     var records = 0
 
@@ -32,6 +35,8 @@ struct ManifestReplay {
         if let v = edit.nextFileNumber { nextFileNumber = max(nextFileNumber, v) }
         if let v = edit.lastSequence { lastSequence = max(lastSequence, v) }
         for ks in edit.addedKeySpaces { keySpaces[ks.id] = ks }
+        if let v = edit.storeId { storeId = v }
+        if let v = edit.archiveLogOwners { archiveLogOwners = v }
         for d in edit.deletedSegments { segments[d.fileNumber] = nil }
         for m in edit.addedSegments { segments[m.fileNumber] = m }
         records += 1

@@ -10,6 +10,21 @@ struct SegmentMeta: Equatable, Sendable {
     var minSequence: UInt64
     var maxSequence: UInt64
     var entryCount: UInt64
+    /// A random id given at creation (store format 3; 0 for a segment an older build wrote):
+    /// with the store id, what names the segment in an archive (SPEC.md §3.3), so that two
+    /// copies of a store that go on writing never ship different bytes under one name.
+    var uid: UInt64 = 0
+
+    /// A new segment's ``uid``: random, never 0.
+    static func newUid() -> UInt64 { UInt64.random(in: 1...UInt64.max) }
+}
+
+/// Which open of the store (its archive generation, SPEC.md §3.3) wrote the WALs from
+/// `firstWal` on: kept in the manifest so that the next open ships a WAL the archive lacks
+/// under the generation it belongs to, instead of deleting it.
+struct ArchiveLogOwner: Equatable, Sendable {
+    var firstWal: UInt64
+    var generation: UInt64
 }
 
 /// One manifest record: a change to the set of live files and counters (SPEC.md §Manifest).
@@ -23,6 +38,10 @@ package struct VersionEdit: Equatable {
         case addKeySpace = 5
         case addSegment = 6
         case deleteSegment = 7
+        /// Store format 3 on.
+        case storeId = 8
+        case archiveLogOwners = 9
+        case addSegmentWithUid = 10
     }
 
     struct Deletion: Equatable {
@@ -38,6 +57,11 @@ package struct VersionEdit: Equatable {
     var addedKeySpaces: [KeySpace] = []
     var addedSegments: [SegmentMeta] = []
     var deletedSegments: [Deletion] = []
+    /// The store's identity (store format 3): random, never 0, set when the store is created
+    /// (or at the first writable open of an older store) and kept by its backups and restores.
+    var storeId: UInt64?
+    /// When present, replaces the list of WAL owners (``ArchiveLogOwner``), oldest first.
+    var archiveLogOwners: [ArchiveLogOwner]?
 
     func encode() -> [UInt8] {
         var w = ByteWriter(capacity: 256)
@@ -50,8 +74,19 @@ package struct VersionEdit: Equatable {
             w.appendVarint(UInt64(ks.id))
             w.appendLengthPrefixed(Array(ks.name.utf8))
         }
+        if let v = storeId { w.appendVarint(Tag.storeId.rawValue); w.appendVarint(v) }
+        if let owners = archiveLogOwners {
+            w.appendVarint(Tag.archiveLogOwners.rawValue)
+            w.appendVarint(UInt64(owners.count))
+            for o in owners {
+                w.appendVarint(o.firstWal)
+                w.appendVarint(o.generation)
+            }
+        }
         for s in addedSegments {
-            w.appendVarint(Tag.addSegment.rawValue)
+            // A segment with a uid needs store format 3's tag; one without keeps tag 6, which
+            // every build reads.
+            w.appendVarint(s.uid == 0 ? Tag.addSegment.rawValue : Tag.addSegmentWithUid.rawValue)
             w.appendVarint(UInt64(s.keySpaceId))
             w.appendVarint(s.level)
             w.appendVarint(s.fileNumber)
@@ -61,6 +96,7 @@ package struct VersionEdit: Equatable {
             w.appendVarint(s.minSequence)
             w.appendVarint(s.maxSequence)
             w.appendVarint(s.entryCount)
+            if s.uid != 0 { w.appendVarint(s.uid) }
         }
         for d in deletedSegments {
             w.appendVarint(Tag.deleteSegment.rawValue)
@@ -96,7 +132,21 @@ package struct VersionEdit: Equatable {
                       let name = r.readLengthPrefixed(limit: StorageLimits.maxKeySpaceNameBytes)
                 else { return nil }
                 e.addedKeySpaces.append(KeySpace(id: UInt32(id), name: String(decoding: name, as: UTF8.self)))
-            case .addSegment:
+            case .storeId:
+                guard let v = r.readVarint(), v != 0 else { return nil }
+                e.storeId = v
+            case .archiveLogOwners:
+                // Each owner takes at least two bytes: a count past that is damage, refused
+                // before anything is reserved.
+                guard let count = r.readVarint(), count <= UInt64(r.remaining / 2) else { return nil }
+                var owners: [ArchiveLogOwner] = []
+                for _ in 0..<count {
+                    guard let first = r.readVarint(), first <= FormatConstants.maxFileNumber,
+                          let generation = r.readVarint(), generation != 0 else { return nil }
+                    owners.append(ArchiveLogOwner(firstWal: first, generation: generation))
+                }
+                e.archiveLogOwners = owners
+            case .addSegment, .addSegmentWithUid:
                 guard let ks = r.readVarint(), ks < UInt64(StorageLimits.maxKeySpaces),
                       let level = r.readVarintInt(limit: Version.levelCount - 1),
                       let number = r.readVarint(), let size = r.readVarint(),
@@ -104,9 +154,14 @@ package struct VersionEdit: Equatable {
                       let largest = r.readLengthPrefixed(limit: keyLimit), largest.count >= 8,
                       let minSeq = r.readVarint(), let maxSeq = r.readVarint(), let entries = r.readVarint()
                 else { return nil }
+                var uid: UInt64 = 0
+                if tag == .addSegmentWithUid {
+                    guard let v = r.readVarint(), v != 0 else { return nil }
+                    uid = v
+                }
                 e.addedSegments.append(SegmentMeta(keySpaceId: UInt32(ks), level: level, fileNumber: number, fileSize: size,
                                                    smallest: Array(smallest), largest: Array(largest),
-                                                   minSequence: minSeq, maxSequence: maxSeq, entryCount: entries))
+                                                   minSequence: minSeq, maxSequence: maxSeq, entryCount: entries, uid: uid))
             case .deleteSegment:
                 guard let ks = r.readVarint(), ks < UInt64(StorageLimits.maxKeySpaces),
                       let level = r.readVarintInt(limit: Version.levelCount - 1),

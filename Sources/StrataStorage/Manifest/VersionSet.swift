@@ -16,6 +16,11 @@ package final class VersionSet: @unchecked Sendable {
     private(set) var manifestNumber: UInt64 = 0
     /// The store format version the manifest records (this build's for a new store).
     private(set) var formatVersion = FormatConstants.storeFormatVersion
+    /// The store's identity (SPEC.md §7.1): random at creation; 0 for a store an older build
+    /// made, until its first snapshot manifest (every writable open of one writes a snapshot).
+    private(set) var storeId: UInt64 = 0
+    /// Which archive generation wrote the WALs from each number on (``ArchiveLogOwner``).
+    private(set) var archiveLogOwners: [ArchiveLogOwner] = []
     private var manifest: LogWriter?
     /// Set by ``recover`` to the manifest's size when it ends with a whole record at the file's
     /// end: an append after it is the next record a reader finds. Nil after a torn or zeroed tail.
@@ -38,8 +43,13 @@ package final class VersionSet: @unchecked Sendable {
     /// A store with no files yet.
     static func create(fileSystem: any FileSystem, directory: String, stats: StatisticsCounters,
                        opener: SegmentOpener) -> VersionSet {
-        VersionSet(fileSystem: fileSystem, directory: directory, stats: stats, opener: opener)
+        let set = VersionSet(fileSystem: fileSystem, directory: directory, stats: stats, opener: opener)
+        set.storeId = newStoreId()
+        return set
     }
+
+    /// A store id: random, never 0.
+    static func newStoreId() -> UInt64 { UInt64.random(in: 1...UInt64.max) }
 
     /// Reads CURRENT and the manifest it names (SPEC.md §Recovery). A torn last record (a crash
     /// while appending an edit that never took effect) is dropped; any other damage throws.
@@ -60,6 +70,8 @@ package final class VersionSet: @unchecked Sendable {
         let (replay, outcome) = try ManifestReplay.read(file, path: path)
         set.keySpaces = try replay.finish(path: path)
         set.formatVersion = replay.formatVersion ?? set.formatVersion
+        set.storeId = replay.storeId
+        set.archiveLogOwners = replay.archiveLogOwners
         set.logNumber = replay.logNumber
         set.nextFileNumber = max(set.nextFileNumber, replay.nextFileNumber)
         set.lastSequence = max(set.lastSequence, replay.lastSequence)
@@ -140,6 +152,11 @@ package final class VersionSet: @unchecked Sendable {
         edit.lastSequence = lastSequence
         edit.addedKeySpaces = keySpaces
         edit.addedSegments = current.allSegments.map(\.meta)
+        // An older store gets its identity with its first snapshot (the one its first
+        // writable open writes, since its manifest is of an older format).
+        if storeId == 0 { storeId = Self.newStoreId() }
+        edit.storeId = storeId
+        edit.archiveLogOwners = archiveLogOwners
         let writer = try Self.writeManifest(edit, number: number, fileSystem: fileSystem, directory: directory)
         stats.manifestBytesWritten.add(writer.size, ordering: .relaxed)
         var renamed = false
@@ -268,6 +285,7 @@ package final class VersionSet: @unchecked Sendable {
         current = next
         if let v = e.logNumber { logNumber = v }
         if let v = e.lastSequence { lastSequence = v }
+        if let v = e.archiveLogOwners { archiveLogOwners = v }
         for ks in e.addedKeySpaces where !keySpaces.contains(ks) { keySpaces.append(ks) }
         if hasOutgrownLiveState(manifest.size) { rollManifest() }
     }

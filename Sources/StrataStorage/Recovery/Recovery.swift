@@ -191,7 +191,7 @@ package enum Recovery {
             try versions.setLogNumber(walNumber)
         }
 
-        removeObsoleteFiles(directory: directory, fs: fs, versions: versions, keepWal: walNumber)
+        removeObsoleteFiles(directory: directory, fs: fs, versions: versions, keepWal: walNumber, keepsArchivedWals: options.archive != nil)
         // The one the log number names stays: an open checks that it exists.
         var removed = Set<UInt64>()
         for n in emptyWals where n != versions.logNumber && n != walNumber {
@@ -398,14 +398,20 @@ package enum Recovery {
     }
 
     /// Removes files the manifest does not refer to: old manifests, WALs before the log number,
-    /// segments not live, temp files. Files Strata did not name are left alone.
-    static func removeObsoleteFiles(directory: String, fs: any FileSystem, versions: VersionSet, keepWal: UInt64) {
+    /// segments not live, temp files. Files Strata did not name are left alone. With
+    /// `keepsArchivedWals` (a store opened with an archive), a WAL before the log number that an
+    /// archive generation wrote stays: the archiver ships what the archive lacks of it, then
+    /// removes it (SPEC.md §3.3).
+    static func removeObsoleteFiles(directory: String, fs: any FileSystem, versions: VersionSet, keepWal: UInt64,
+                                    keepsArchivedWals: Bool = false) {
         guard let names = try? fs.listDirectory(directory) else { return }
         let live = Set(versions.current.allSegments.map(\.meta.fileNumber))
         for name in names {
             let obsolete: Bool
             switch StoreFile.parse(name) {
-            case let .wal(n)?: obsolete = n < versions.logNumber && n != keepWal
+            case let .wal(n)?:
+                let owned = keepsArchivedWals && versions.archiveLogOwners.contains { $0.firstWal <= n }
+                obsolete = n < versions.logNumber && n != keepWal && !owned
             case let .segment(n)?: obsolete = !live.contains(n)
             case let .manifest(n)?: obsolete = n != versions.manifestNumber
             case .temp?: obsolete = true

@@ -93,8 +93,9 @@ package final class LogReader {
         var offset = 0
         var sawMark = false
         var ended = false
+        var unlimited = Int.max
         while offset < fileSize {
-            if let record = try record(at: offset) {
+            if let record = try record(at: offset, budget: &unlimited) {
                 if record.durableMark != nil { sawMark = true }
                 ended = record.isEndOfLog
                 try body(record)
@@ -108,8 +109,13 @@ package final class LogReader {
             // Only a durable mark can prove it: a log without marks (the manifest) ends here.
             guard allowsMarks else { return Outcome(validEnd: offset, droppedTornTail: true, sawDurableMark: sawMark) }
             var probe = offset + 1
+            // What checksumming candidates may cost in all: crafted bytes (an 8-byte pattern
+            // that makes every 8th offset a plausible record claiming a megabyte) would cost a
+            // megabyte per 8 bytes of log. Real damage (a torn page, old bytes, garbage) passes
+            // the plausibility check about once in a million offsets and stays far below it.
+            var budget = Self.probeBudget(remaining: fileSize - offset)
             while probe + FormatConstants.logRecordHeaderBytes <= fileSize {
-                guard let later = try record(at: probe, checkingPlausibility: true) else {
+                guard let later = try record(at: probe, checkingPlausibility: true, budget: &budget, damageAt: offset) else {
                     probe += 1
                     continue
                 }
@@ -128,9 +134,14 @@ package final class LogReader {
         return Outcome(validEnd: offset, droppedTornTail: false, sawDurableMark: sawMark, sawEndOfLog: ended)
     }
 
+    /// The checksum bytes a search past damage at an offset may spend, with `remaining` bytes
+    /// from there to the end: eight times those bytes, and 64 MiB.
+    static func probeBudget(remaining: Int) -> Int { min(max(0, remaining), Int.max / 16) * 8 + (64 << 20) }
+
     /// The well-formed record at `offset`, or nil; with `checkingPlausibility`, nil also when
-    /// ``plausible`` rejects its start (checked before its checksum).
-    private func record(at offset: Int, checkingPlausibility: Bool = false) throws -> LogRecord? {
+    /// ``plausible`` rejects its start (checked before its checksum), whose cost is taken from
+    /// `budget`: once spent, the damage at `damageAt` cannot be judged, and is corruption.
+    private func record(at offset: Int, checkingPlausibility: Bool = false, budget: inout Int, damageAt: Int = 0) throws -> LogRecord? {
         let header = FormatConstants.logRecordHeaderBytes
         guard let head = try bytes(at: offset, count: header) else { return nil }
         let storedCRC = loadFixed32(head, 0)
@@ -145,6 +156,11 @@ package final class LogReader {
             let headCount = min(payloadCount, Self.plausibleHeadBytes)
             guard let start = try bytes(at: offset + header + markBytes, count: headCount),
                   plausible(start, payloadCount) else { return nil }
+            budget -= header + length
+            guard budget >= 0 else {
+                throw StorageError.corruption(file: path, offset: UInt64(damageAt),
+                                              reason: "damaged log record followed by more candidate records than a crash leaves (crafted bytes?)")
+            }
         }
         guard let whole = try bytes(at: offset, count: header + length) else { return nil }
         let covered = UnsafeRawBufferPointer(rebasing: whole[4...])

@@ -129,7 +129,8 @@ extension Engine {
             stats.segmentBytesWritten.add(writer.fileSize, ordering: .relaxed)
             return SegmentMeta(keySpaceId: keySpaceId, level: 0, fileNumber: fileNumber, fileSize: writer.fileSize,
                                smallest: props.smallestKey, largest: props.largestKey,
-                               minSequence: props.minSequence, maxSequence: props.maxSequence, entryCount: props.entryCount)
+                               minSequence: props.minSequence, maxSequence: props.maxSequence, entryCount: props.entryCount,
+                               uid: SegmentMeta.newUid())
         } catch {
             writer.abandon()
             throw error
