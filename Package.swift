@@ -8,6 +8,9 @@ let package = Package(
     products: [
         .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataStorage", targets: ["StrataStorage"]),
+        // The continuous archive on S3 (AWS, Ceph RGW, MinIO, R2, B2…): URLSession and
+        // swift-crypto (CryptoKit on Apple platforms) for the request signatures.
+        .library(name: "StrataS3", targets: ["StrataS3"]),
         // For apps' own tests: the in-memory and fault-injecting file systems that simulate
         // crashes, power cuts and I/O errors, and the decoders' fuzz entry points.
         .library(name: "StrataTesting", targets: ["StrataTesting"]),
@@ -19,6 +22,8 @@ let package = Package(
         // `swift package generate-documentation`: the DocC catalog in Sources/Strata/Strata.docc,
         // built by the test command with warnings as errors so that it cannot rot.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // SHA-256 and HMAC for S3's request signatures (SigV4); CryptoKit on Apple platforms.
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // lz4 from the system (Debian: liblz4-dev). The shim header stops the build with an
@@ -34,6 +39,12 @@ let package = Package(
         .target(
             name: "StrataStorage",
             dependencies: ["CLZ4", "CStrataSupport"]
+        ),
+        // An `ArchiveTarget` over the S3 API, outside the engine so that only apps that archive
+        // to S3 link URLSession's networking and swift-crypto.
+        .target(
+            name: "StrataS3",
+            dependencies: ["StrataStorage", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // The @Entity macro's implementation: runs inside the compiler, never linked into apps.
         .macro(
@@ -64,7 +75,7 @@ let package = Package(
         .executableTarget(
             name: "strata",
             dependencies: [
-                "Strata", "StrataStorage",
+                "Strata", "StrataStorage", "StrataS3",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/strata"
@@ -89,7 +100,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StrataStorageTests",
-            dependencies: ["StrataStorage", "StrataTesting", "StrataTestSupport", "StrataProbes"]
+            dependencies: ["StrataStorage", "StrataS3", "StrataTesting", "StrataTestSupport", "StrataProbes"]
         ),
         .testTarget(
             name: "StrataTests",
@@ -98,7 +109,7 @@ let package = Package(
         // Runs the built `strata` executable as a subprocess against stores it prepares.
         .testTarget(
             name: "StrataToolTests",
-            dependencies: ["Strata", "StrataStorage", "StrataTestSupport"]
+            dependencies: ["Strata", "StrataStorage", "StrataS3", "StrataTestSupport"]
         ),
         .testTarget(
             name: "StrataMacrosTests",

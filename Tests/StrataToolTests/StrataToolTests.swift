@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataS3
 import StrataStorage
 import StrataTestSupport
 import Testing
@@ -307,6 +308,42 @@ import Testing
         let chosen = try ToolRunner.run(["restore", archive, root.path + "/which", "--store", id])
         #expect(chosen.status == 0, "\(chosen.stderr)")
         #expect(try ToolRunner.run(["dump", root.path + "/which", "Tutor"]).stdout.split(separator: "\n").count == 3)
+
+        // archive-status: both stores, the first with its one generation and its last commit.
+        let status = try ToolRunner.run(["archive-status", archive, "--json"])
+        #expect(status.status == 0, "\(status.stderr)")
+        let stores = try #require(status.jsonObject["stores"] as? [[String: Any]])
+        #expect(Set(stores.compactMap { $0["id"] as? String }).count == 2)
+        let text = try ToolRunner.run(["archive-status", archive])
+        #expect(text.stdout.contains("store \(id): 1 generations"), "\(text.stdout)")
+    }
+
+    /// `restore` and `archive-status` read an archive on S3 (the tests' local server).
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["STRATA_S3_ENDPOINT"] != nil
+                   || ProcessInfo.processInfo.environment["CI"] != nil))
+    func restoreAndArchiveStatusReadAnS3Archive() throws {
+        let env = ProcessInfo.processInfo.environment
+        let endpoint = try #require(env["STRATA_S3_ENDPOINT"])
+        let url = "s3://\(env["STRATA_S3_BUCKET"] ?? "strata-test")/tool-\(UUID().uuidString.lowercased())"
+        let dir = TemporaryDirectory(), root = TemporaryDirectory()
+        var options = StoreOptions()
+        options.archive = ArchiveOptions(target: S3ArchiveTarget(try S3Configuration(url: url, endpoint: endpoint)))
+        let store = try Store(directoryPath: dir.path, options: options)
+        try store.box(for: Tutor.self).put([Tutor(name: "Lovelace"), Tutor(name: "Hopper")])
+        try store.archiveNow()
+        store.close()
+        let status = try ToolRunner.run(["archive-status", url, "--endpoint", endpoint, "--json"])
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect((status.jsonObject["stores"] as? [[String: Any]])?.count == 1)
+        let restored = root.path + "/restored"
+        let restore = try ToolRunner.run(["restore", url, restored, "--endpoint", endpoint])
+        #expect(restore.status == 0, "\(restore.stderr)")
+        #expect(try ToolRunner.run(["dump", restored, "Tutor"]).stdout.split(separator: "\n").count == 2)
+        // A wrong secret is a clear error, not a retry loop.
+        let denied = try ToolRunner.run(["archive-status", url, "--endpoint", endpoint],
+                                        environment: ["AWS_SECRET_ACCESS_KEY": "wrong"])
+        #expect(denied.status != 0)
+        #expect(denied.stderr.contains("access denied"), "\(denied.stderr)")
     }
 
     /// Lines longer than the pieces `load` reads the file in (1 MiB) arrive whole, each byte

@@ -16,7 +16,7 @@ enum ToolRunner {
     static var binary: String? { builtExecutable(named: "strata") }
 
     /// Runs `strata ARGS`, output going to files (no pipe can fill up and stall the child).
-    static func run(_ arguments: [String]) throws -> ToolRun {
+    static func run(_ arguments: [String], environment extra: [String: String] = [:]) throws -> ToolRun {
         let binary = try #require(binary, "the strata executable was not built next to the tests")
         let outPath = NSTemporaryDirectory() + "strata-out-\(UUID().uuidString)"
         let errPath = outPath + ".err"
@@ -33,6 +33,7 @@ enum ToolRunner {
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
+        environment.merge(extra) { _, new in new }
         process.environment = environment
         try process.run()
         process.waitUntilExit()

@@ -53,7 +53,9 @@ struct RestoreCommand: ParsableCommand {
         abstract: "Restore a backup, or an archive at a point in time, into an empty directory.",
         discussion: """
         SOURCE is a backup directory (from `strata backup` or `Store.backup`) or a continuous
-        archive directory (`StoreOptions.archive` with a `DirectoryArchiveTarget`). A backup is
+        archive: a directory (`DirectoryArchiveTarget`) or s3://bucket/prefix (`S3ArchiveTarget`;
+        the endpoint from --endpoint or AWS_ENDPOINT_URL, the keys from AWS_ACCESS_KEY_ID and
+        AWS_SECRET_ACCESS_KEY). An archive holding several stores needs --store ID. A backup is
         checked (every checksum) before anything is written; segments are copied (--link
         hard-links them). An archive is restored as of its last commit, the last commit at or
         before --sequence N, or the last commit made at or before --at TIME (ISO 8601, e.g.
@@ -66,6 +68,7 @@ struct RestoreCommand: ParsableCommand {
           strata restore /backups/shop /tmp/shop-restored
           strata restore /archive/shop /tmp/shop-at-ten --at 2026-12-01T10:00:00Z
           strata restore /archive/shop /tmp/shop-before --sequence 120000 --json
+          strata restore s3://backups/shop /tmp/shop-latest --endpoint http://127.0.0.1:7480
         """)
 
     @Argument(help: "The backup or archive directory.")
@@ -85,6 +88,9 @@ struct RestoreCommand: ParsableCommand {
 
     @Option(help: "The store to restore (its id in hex, as inspect shows it) when the archive holds several.")
     var store: String?
+
+    @Option(help: "The S3 endpoint for an s3:// SOURCE (default: AWS_ENDPOINT_URL, else AWS's for AWS_REGION).")
+    var endpoint: String?
 
     @Flag(help: "Hard-link a backup's segments instead of copying them.")
     var link = false
@@ -108,10 +114,11 @@ struct RestoreCommand: ParsableCommand {
     func run() throws {
         try reportingFailures(directory: source, json: json) {
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory), isDirectory.boolValue else {
+            let s3 = ArchiveSource.isS3(source)
+            guard s3 || (FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory) && isDirectory.boolValue) else {
                 throw ToolFailure(message: "no such directory: \(source)")
             }
-            if FileManager.default.fileExists(atPath: (source as NSString).appendingPathComponent("CURRENT")) {
+            if !s3 && FileManager.default.fileExists(atPath: (source as NSString).appendingPathComponent("CURRENT")) {
                 if sequence != nil || at != nil || stopAtDamage || store != nil {
                     throw ToolFailure(message: "\(source) is a backup, which holds one state: --sequence, --at, --stop-at-damage and --store apply to archives")
                 }
@@ -129,7 +136,8 @@ struct RestoreCommand: ParsableCommand {
             options.storeId = store.flatMap { UInt64($0, radix: 16) }
             let report: ArchiveRestoreReport
             do {
-                report = try Engine.restoreArchive(from: DirectoryArchiveTarget(path: source), toDirectoryPath: destination, at: point, options: options)
+                report = try Engine.restoreArchive(from: try ArchiveSource.target(source, endpoint: endpoint), toDirectoryPath: destination,
+                                                   at: point, options: options)
             } catch StorageError.notAStore {
                 throw ToolFailure(message: "\(source) is neither a backup (no CURRENT file) nor an archive (no state in it)")
             } catch let StorageError.destinationInUse(path, reason) {

@@ -26,7 +26,8 @@ struct StrataCommand: ParsableCommand {
         file); 64 bad command line.
         """,
         subcommands: [DemoCommand.self, InspectCommand.self, VerifyCommand.self, CompactCommand.self,
-                      DumpCommand.self, LoadCommand.self, StatsCommand.self, BackupCommand.self, RestoreCommand.self]
+                      DumpCommand.self, LoadCommand.self, StatsCommand.self, BackupCommand.self, RestoreCommand.self,
+                      ArchiveStatusCommand.self]
     )
 }
 
