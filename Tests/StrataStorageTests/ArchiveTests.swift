@@ -295,12 +295,8 @@ import StrataTesting
         try Self.workload(e, commits: 20, seed: 7, model: &model, history: &history, flushEvery: 1000)
         try e.archiveNow()
         e.close()
-        var pieces: [ArchivedLogPiece] = []
-        for name in try target.list() {
-            if case .log? = ArchiveObject(name: name) { pieces.append(try ArchivedLogPiece.decode(try target.get(name), name: name)) }
-        }
-        let lastWal = try #require(pieces.map(\.wal).max())
-        let last = try #require(pieces.filter { $0.wal == lastWal }.max { $0.offset < $1.offset })
+        let last = try Self.lastLogPiece(in: target)
+        let lastWal = last.wal
         // The last log's next piece, holding one record: sequence 2^64 − 2, 5 of them.
         var payload = ByteWriter()
         payload.appendFixed64(UInt64.max - 1)
@@ -419,9 +415,16 @@ import StrataTesting
     }
 
     @Test func retentionDeletesWhatNoKeptStateNeeds() throws {
-        let dir = TemporaryDirectory(), archive = TemporaryDirectory(), root = TemporaryDirectory()
+        let archive = TemporaryDirectory()
+        try Self.retentionDeletesWhatNoKeptStateNeeds(DirectoryArchiveTarget(path: archive.path))
+    }
+
+    /// The body of the retention tests: six rounds of commits and flushes, then a compaction,
+    /// with `.states(2)`; two states are left, the segments they name and no other, and the
+    /// latest restores while the first commits no longer do.
+    static func retentionDeletesWhatNoKeptStateNeeds(_ target: any ArchiveTarget) throws {
+        let dir = TemporaryDirectory(), root = TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: root.path, withIntermediateDirectories: true)
-        let target = DirectoryArchiveTarget(path: archive.path)
         let e = try Engine.open(directory: dir.path, options: Self.archived(target, retention: .states(2)))
         var model: [String: String] = [:], history: [UInt64: [String: String]] = [:]
         for round in 0..<6 {
@@ -450,11 +453,22 @@ import StrataTesting
     /// it, and the archive restores every commit it held before the cut and the latest after.
     @Test(arguments: [InMemoryFileSystem.CrashPolicy.dropUnsynced, .keepEverything])
     func crashWhileArchiving(_ policy: InMemoryFileSystem.CrashPolicy) throws {
-        for cut in [3, 8, 15, 30, 60] {
+        try Self.crashWhileArchiving(policy, cuts: [3, 8, 15, 30, 60], every: 7) { memory, fs in
+            (DirectoryArchiveTarget(path: "/archive", fileSystem: fs), DirectoryArchiveTarget(path: "/archive", fileSystem: memory))
+        }
+    }
+
+    /// The body of the crash-while-archiving tests: for each cut, a store on an in-memory file
+    /// system archives to `targets`' first target (which may share the store's faults), halts
+    /// after `cut` operations, crashes by `policy`, reopens with the second, and checks every
+    /// `every`-th commit archived before the cut and the latest after.
+    static func crashWhileArchiving(_ policy: InMemoryFileSystem.CrashPolicy, cuts: [Int], every: UInt64,
+                                    targets: (InMemoryFileSystem, FaultInjectingFileSystem) throws -> (any ArchiveTarget, any ArchiveTarget)) throws {
+        for cut in cuts {
             let memory = InMemoryFileSystem()
             let fs = FaultInjectingFileSystem(wrapping: memory)
-            let target = DirectoryArchiveTarget(path: "/archive", fileSystem: fs)
-            var options = Self.archived(target)
+            let (writing, reading) = try targets(memory, fs)
+            var options = Self.archived(writing)
             options.fileSystem = fs
             options.durability = .sync
             let e = try Engine.open(directory: "/db", options: options)
@@ -467,7 +481,7 @@ import StrataTesting
             e.close()
             memory.simulateCrash(policy)
 
-            var reopenOptions = Self.archived(DirectoryArchiveTarget(path: "/archive", fileSystem: memory))
+            var reopenOptions = Self.archived(reading)
             reopenOptions.fileSystem = memory
             let again = try Engine.open(directory: "/db", options: reopenOptions)
             var after = [String: String]()
@@ -475,21 +489,29 @@ import StrataTesting
             try again.archiveNow()
             again.close()
             // Every commit archived before the cut restores as it was.
-            for s in history.keys.sorted() where s <= archivedBefore && s % 7 == 0 {
+            for s in history.keys.sorted() where s <= archivedBefore && s % every == 0 {
                 let path = "/restore-\(s)"
                 do {
-                    try Engine.restoreArchive(from: DirectoryArchiveTarget(path: "/archive", fileSystem: memory), toDirectoryPath: path,
-                                              at: .sequence(s), fileSystem: memory)
+                    try Engine.restoreArchive(from: reading, toDirectoryPath: path, at: .sequence(s), fileSystem: memory)
                 } catch {
-                    Issue.record("cut \(cut), sequence \(s), archived \(archivedBefore): \(error); archive: \(try memory.listDirectory("/archive").sorted())")
+                    Issue.record("cut \(cut), sequence \(s), archived \(archivedBefore): \(error); archive: \(try reading.list().sorted())")
                     throw error
                 }
                 #expect(try Self.contents(ofStoreAt: path, fileSystem: memory) == history[s], "cut \(cut), sequence \(s)")
             }
-            try Engine.restoreArchive(from: DirectoryArchiveTarget(path: "/archive", fileSystem: memory), toDirectoryPath: "/latest",
-                                      fileSystem: memory)
+            try Engine.restoreArchive(from: reading, toDirectoryPath: "/latest", fileSystem: memory)
             #expect(try Self.contents(ofStoreAt: "/latest", fileSystem: memory) == after, "cut \(cut): latest")
         }
+    }
+
+    /// The last piece of the highest-numbered WAL the archive holds (tests append crafted
+    /// pieces after it).
+    static func lastLogPiece(in target: any ArchiveTarget) throws -> ArchivedLogPiece {
+        var pieces: [ArchivedLogPiece] = []
+        for name in try target.list() {
+            if case .log? = ArchiveObject(name: name) { pieces.append(try ArchivedLogPiece.decode(try target.get(name), name: name)) }
+        }
+        return try #require(pieces.max { ($0.wal, $0.offset) < ($1.wal, $1.offset) })
     }
 }
 

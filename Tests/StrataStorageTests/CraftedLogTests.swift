@@ -46,13 +46,8 @@ import StrataTesting
         try ArchiveTests.workload(e, commits: 20, seed: 9, model: &model, history: &history, flushEvery: 1000)
         try e.archiveNow()
         e.close()
-        var pieces: [ArchivedLogPiece] = []
-        for name in try target.list() {
-            if case .log? = ArchiveObject(name: name) { pieces.append(try ArchivedLogPiece.decode(try target.get(name), name: name)) }
-        }
-        let lastWal = try #require(pieces.map(\.wal).max())
-        let last = try #require(pieces.filter { $0.wal == lastWal }.max { $0.offset < $1.offset })
-        let piece = ArchivedLogPiece(generation: last.generation, wal: lastWal, previous: last.previous,
+        let last = try ArchiveTests.lastLogPiece(in: target)
+        let piece = ArchivedLogPiece(generation: last.generation, wal: last.wal, previous: last.previous,
                                      offset: last.offset + UInt64(last.bytes.count), times: [], bytes: Self.pattern(bytes: 8 << 20))
         try target.put(piece.objectName, piece.encode())
         #expect(throws: StorageError.self) { try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/a") }

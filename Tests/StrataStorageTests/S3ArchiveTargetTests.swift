@@ -111,24 +111,7 @@ enum S3TestServer {
     }
 
     @Test func retentionDeletesWhatNoKeptStateNeeds() throws {
-        let dir = TemporaryDirectory(), root = TemporaryDirectory()
-        try FileManager.default.createDirectory(atPath: root.path, withIntermediateDirectories: true)
-        let target = S3ArchiveTarget(try S3TestServer.configuration())
-        let e = try Engine.open(directory: dir.path, options: ArchiveTests.archived(target, retention: .states(2)))
-        var model: [String: String] = [:], history: [UInt64: [String: String]] = [:]
-        for round in 0..<5 {
-            try ArchiveTests.workload(e, commits: 30, seed: UInt64(80 + round), model: &model, history: &history, flushEvery: 1000)
-            try e.flush()
-            try e.archiveNow()
-        }
-        e.close()
-        let names = try target.list()
-        #expect(names.filter { $0.contains("-state-") }.count == 2)
-        let states = try names.filter { $0.contains("-state-") }.map { try ArchivedState.decode(try target.get($0), name: $0) }
-        let needed = Set(states.flatMap { s in s.segments.map { ArchiveObject.segment(store: s.generation.store, meta: $0).name } })
-        #expect(Set(names.filter { $0.contains("-seg-") }) == needed)
-        try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/latest")
-        #expect(try ArchiveTests.contents(ofStoreAt: root.path + "/latest") == model)
+        try ArchiveTests.retentionDeletesWhatNoKeptStateNeeds(S3ArchiveTarget(try S3TestServer.configuration()))
     }
 
     /// Two stores under two prefixes of one bucket never touch each other's objects; a second
@@ -213,36 +196,9 @@ enum S3TestServer {
     /// new generation starts, and every commit the archive held before the cut restores.
     @Test(arguments: [InMemoryFileSystem.CrashPolicy.dropUnsynced, .keepEverything])
     func crashWhileArchiving(_ policy: InMemoryFileSystem.CrashPolicy) throws {
-        for cut in [5, 30] {
+        try ArchiveTests.crashWhileArchiving(policy, cuts: [5, 30], every: 5) { _, _ in
             let target = S3ArchiveTarget(try S3TestServer.configuration())
-            let memory = InMemoryFileSystem()
-            let fs = FaultInjectingFileSystem(wrapping: memory)
-            var options = ArchiveTests.archived(target)
-            options.fileSystem = fs
-            options.durability = .sync
-            let e = try Engine.open(directory: "/db", options: options)
-            var model: [String: String] = [:], history: [UInt64: [String: String]] = [:]
-            try ArchiveTests.workload(e, commits: 40, seed: UInt64(cut), model: &model, history: &history, flushEvery: 15)
-            try e.archiveNow()
-            let archivedBefore = try #require(e.archiveStatus()).archivedSequence
-            fs.injectFault(.init(afterOperations: cut, error: .io(operation: "power cut", path: "", errno: 5), haltsEverything: true))
-            try? ArchiveTests.workload(e, commits: 40, seed: UInt64(cut) + 100, model: &model, history: &history, flushEvery: 15)
-            e.close()
-            memory.simulateCrash(policy)
-            var reopen = ArchiveTests.archived(target)
-            reopen.fileSystem = memory
-            let again = try Engine.open(directory: "/db", options: reopen)
-            var after = [String: String]()
-            for ks in again.keySpaces { for entry in try again.scan(ks) { after["\(ks.name)/\(string(entry.key))"] = string(entry.value) } }
-            try again.archiveNow()
-            again.close()
-            for s in history.keys.sorted() where s <= archivedBefore && s % 5 == 0 {
-                let path = "/restore-\(s)"
-                try Engine.restoreArchive(from: target, toDirectoryPath: path, at: .sequence(s), fileSystem: memory)
-                #expect(try ArchiveTests.contents(ofStoreAt: path, fileSystem: memory) == history[s], "cut \(cut), sequence \(s)")
-            }
-            try Engine.restoreArchive(from: target, toDirectoryPath: "/latest", fileSystem: memory)
-            #expect(try ArchiveTests.contents(ofStoreAt: "/latest", fileSystem: memory) == after, "cut \(cut): latest")
+            return (target, target)
         }
     }
 }
