@@ -36,6 +36,7 @@ let package = Package(
                 .product(name: "Strata", package: "Strata"),
                 // PosixFileSystem's options, for experiments (BenchDurability).
                 .product(name: "StrataStorage", package: "Strata"),
+                .product(name: "StrataS3", package: "Strata"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],

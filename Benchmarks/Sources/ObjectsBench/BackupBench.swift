@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Strata
+import StrataS3
 
 /// `strata-objects-bench backup [--scale X] [--reps R]`: backing up and restoring the graph
 /// store (customers, orders, school), Strata against GRDB's `backup(to:)` (SQLite's online
@@ -15,8 +16,11 @@ import Strata
 /// Then the cost of a continuous archive (`StoreOptions.archive`, a directory on the same disk)
 /// on commits: the graph's order inserts (transactions of 1,000) and 20,000 single-object
 /// commits, with and without an archive, alternating; and the restore of the latest commit
-/// from the archive.
+/// from the archive. With `STRATA_S3_ENDPOINT` (and `STRATA_S3_BUCKET`, the `AWS_*` keys: the
+/// tests' `scripts/s3-server.sh start` prints them), the same with an `S3ArchiveTarget`.
 enum BackupBench {
+    enum ArchiveKind { case none, directory, s3 }
+
     struct Sample {
         var seconds: [String: Double] = [:]
         var bytes: [String: UInt64] = [:]
@@ -26,12 +30,14 @@ enum BackupBench {
 
     static func run(sizes: GraphData.Sizes, reps: Int) throws {
         let data = GraphData(sizes: sizes)
-        var strata: [Sample] = [], grdb: [Sample] = [], plain: [Sample] = [], archived: [Sample] = []
+        var strata: [Sample] = [], grdb: [Sample] = [], plain: [Sample] = [], archived: [Sample] = [], s3: [Sample] = []
+        let withS3 = ProcessInfo.processInfo.environment["STRATA_S3_ENDPOINT"] != nil
         for _ in 0..<reps {
             strata.append(try strataRun(data))
             grdb.append(try grdbRun(data))
-            plain.append(try commitRun(data, archive: false))
-            archived.append(try commitRun(data, archive: true))
+            plain.append(try commitRun(data, archive: .none))
+            archived.append(try commitRun(data, archive: .directory))
+            if withS3 { s3.append(try commitRun(data, archive: .s3)) }
         }
         print("backup of the graph store (\(sizes.customers) customers, \(sizes.orders) orders, \(sizes.students) students), \(reps) repetition(s), medians; release build")
         print("phase         strata ms   strata MB copied   grdb ms   grdb MB   grdb/strata")
@@ -54,15 +60,35 @@ enum BackupBench {
         let restore = median(archived.compactMap { $0.seconds["archive-restore"] }) * 1000
         let mb = Double(archived.compactMap { $0.bytes["archive-put"] }.sorted()[archived.count / 2]) / 1e6
         print(String(format: "archive written: %.1f MB; restore of the latest commit: %.1f ms", mb, restore))
+        guard !s3.isEmpty else { return }
+        print("")
+        print("continuous archive on S3 (\(ProcessInfo.processInfo.environment["STRATA_S3_ENDPOINT"]!)): commits with and without it (medians, ms)")
+        print("phase               no archive       S3   on/off")
+        for phase in ["insert-orders", "single-commits"] {
+            let off = median(plain.compactMap { $0.seconds[phase] }) * 1000, on = median(s3.compactMap { $0.seconds[phase] }) * 1000
+            print(phase.padding(toLength: 18, withPad: " ", startingAt: 0) + String(format: "%11.1f %9.1f %7.2f×", off, on, off / on))
+        }
+        let s3Restore = median(s3.compactMap { $0.seconds["archive-restore"] }) * 1000
+        let s3MB = Double(s3.compactMap { $0.bytes["archive-put"] }.sorted()[s3.count / 2]) / 1e6
+        print(String(format: "archive written: %.1f MB; restore of the latest commit from S3: %.1f ms", s3MB, s3Restore))
     }
 
     /// Order inserts and single commits on a fresh graph store, with or without an archive; with
     /// one, then the restore of the latest commit from it.
-    private static func commitRun(_ data: GraphData, archive: Bool) throws -> Sample {
+    private static func commitRun(_ data: GraphData, archive: ArchiveKind) throws -> Sample {
         let dir = temporary("commit"), archiveDir = temporary("archive"), restored = temporary("archive-restored")
         defer { for d in [dir, archiveDir, restored] { try? FileManager.default.removeItem(atPath: d) } }
         var options = BenchDurability.current.strataOptions
-        if archive { options.archive = ArchiveOptions(target: DirectoryArchiveTarget(path: archiveDir)) }
+        var target: (any ArchiveTarget)?
+        switch archive {
+        case .none: break
+        case .directory: target = DirectoryArchiveTarget(path: archiveDir)
+        case .s3:
+            let env = ProcessInfo.processInfo.environment
+            target = S3ArchiveTarget(try S3Configuration(url: "s3://\(env["STRATA_S3_BUCKET"] ?? "strata-test")/bench-\(UUID().uuidString.lowercased())",
+                                                         endpoint: env["STRATA_S3_ENDPOINT"]))
+        }
+        if let target { options.archive = ArchiveOptions(target: target) }
         let store = try Store(directoryPath: dir, options: options)
         defer { store.close() }
         let graph = try StrataGraph(directory: dir, store: store)
@@ -78,11 +104,11 @@ enum BackupBench {
                 try orders.put(o)
             }
         }
-        if archive {
+        if let target {
             try store.archiveNow()
             sample.bytes["archive-put"] = store.archiveStatus()?.bytesPut
             sample.seconds["archive-restore"] = try timed {
-                try Store.restoreArchive(from: DirectoryArchiveTarget(path: archiveDir), toDirectoryPath: restored)
+                try Store.restoreArchive(from: target, toDirectoryPath: restored)
             }
         }
         return sample
