@@ -23,6 +23,9 @@ final class S3Client: @unchecked Sendable {
     }
 
     init(_ configuration: S3Configuration) {
+        var configuration = configuration
+        // Finite and at least a second (see ``S3Configuration/requestTimeout``).
+        configuration.requestTimeout = configuration.requestTimeout.isFinite ? min(max(1, configuration.requestTimeout), 3600) : 30
         self.configuration = configuration
         signer = S3Signer(credentials: configuration.credentials, region: configuration.region)
         let c = URLSessionConfiguration.ephemeral

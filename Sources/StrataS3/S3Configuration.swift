@@ -55,7 +55,8 @@ public struct S3Configuration: Sendable {
     public var addressing: Addressing
     public var credentials: S3Credentials
     /// Seconds one attempt of a request may take, connection included: a hung endpoint never
-    /// holds the archive longer than the attempts times this.
+    /// holds the archive longer than the attempts times this. At least 1: URLSession on Linux
+    /// (libcurl underneath) ended a request at once when given less.
     public var requestTimeout: Double = 30
     /// Attempts per request for the answers that are retried (5xx, throttling, timeouts, broken
     /// connections), the wait doubling from 0.2 s up to 5 s between them.
