@@ -97,6 +97,7 @@ final class Archiver: @unchecked Sendable {
         status = ArchiveStatus(archivedSequence: 0, latestSequence: sequence, pendingLogBytes: 0, consecutiveFailures: 0,
                                lastError: nil, objectsPut: 0, bytesPut: 0)
         openingState = state
+        keySpacesNoted = state.1.keySpaces.count
         wakeRequested = true   // the base state goes out at once
         for (i, w) in wals.enumerated() {
             // The replayed logs are whole; the active one holds what recovery put in it.
@@ -176,8 +177,21 @@ final class Archiver: @unchecked Sendable {
     /// A new manifest state; `version` keeps its segment files until they are shipped (the
     /// newest one, at the next state shipment: ``ArchiveOptions/stateInterval``).
     func noteState(_ version: Version, _ state: ArchivedState) {
-        lock.withLock { pendingState = (version, state) }
+        lock.withLock {
+            pendingState = (version, state)
+            // A new key space goes out at once: a replica cannot apply a record that uses one
+            // before a state names it.
+            if state.keySpaces.count > keySpacesNoted {
+                keySpacesNoted = state.keySpaces.count
+                statesForced = true
+                wakeRequested = true
+                lock.broadcast()
+            }
+        }
     }
+
+    /// The most key spaces a noted state had.
+    private var keySpacesNoted = 0
 
     /// The lowest WAL number the archive does not have whole: the store must keep that WAL and
     /// every later one.

@@ -128,6 +128,11 @@ public final class Engine: @unchecked Sendable {
     private var fileLock: (any FileLock)?
     /// Ships the store to its archive (``EngineOptions/archive``); set once at open.
     private(set) var archiver: Archiver?
+    /// Set by ``openReplica(following:directoryPath:options:)`` before the engine is handed out:
+    /// public writes are refused; the follower commits the primary's batches.
+    var isReplica = false
+    /// The replica's follower, when this is one.
+    var follower: ArchiveFollower?
 
     // Guarded by `manifestLock`: the version set (manifest edits are applied one at a time).
     let manifestLock = ConditionLock()
@@ -227,6 +232,9 @@ public final class Engine: @unchecked Sendable {
             DispatchQueue.global().async { [self] in close() }
             return
         }
+        // A replica's follower first: it ends its round (and saves its position) while the
+        // store is still open.
+        follower?.stop(timeout: 30)
         guard isClosed.exchange(true, ordering: .acquiringAndReleasing) == false else { return }
         commitLock.lock()
         commitLock.broadcast()   // stalled writers wake, see the engine closed, and leave

@@ -12,13 +12,17 @@ final class PendingWrite {
     /// in its group (it would finish it and drop it from the queue while `flush()` still waits
     /// to reach the front: a hang the soak test found).
     let isBarrier: Bool
+    /// A replica's write (``Engine/applyReplicated(_:firstSequence:)``): the primary's batch with
+    /// the primary's first sequence number, committed alone.
+    let replicatedSequence: UInt64?
     var done = false
     var error: Error?
 
-    init(batch: WriteBatch, durability: Durability, isBarrier: Bool = false) {
+    init(batch: WriteBatch, durability: Durability, isBarrier: Bool = false, replicatedSequence: UInt64? = nil) {
         self.batch = batch
         self.durability = durability
         self.isBarrier = isBarrier
+        self.replicatedSequence = replicatedSequence
     }
 }
 
@@ -44,12 +48,26 @@ extension Engine {
     ///   one ``StorageError/writesStopped(reason:)`` until the store is reopened.
     public func write(_ batch: WriteBatch, durability: Durability? = nil) throws {
         try checkWritable()
+        if isReplica { throw StorageError.readOnly(path: directory) }
         if let e = batch.limitError { throw e }
         guard !batch.isEmpty else { return }
         guard batch.byteCount <= StorageLimits.maxBatchBytes else {
             throw StorageError.batchTooLarge(size: batch.byteCount, limit: StorageLimits.maxBatchBytes)
         }
-        let w = PendingWrite(batch: batch, durability: durability ?? options.durability)
+        try commit(PendingWrite(batch: batch, durability: durability ?? options.durability))
+    }
+
+    /// Commits a batch of the primary a replica follows (SPEC.md §3.4) with the primary's
+    /// sequence numbers, which must come after every one this store holds: sequence numbers a
+    /// primary's failed group commit skipped stay skipped here too.
+    func applyReplicated(_ batch: WriteBatch, firstSequence: UInt64) throws {
+        try checkWritable()
+        guard !batch.isEmpty else { return }
+        try commit(PendingWrite(batch: batch, durability: options.durability, replicatedSequence: firstSequence))
+    }
+
+    private func commit(_ w: PendingWrite) throws {
+        let batch = w.batch
         commitLock.lock()
         if isClosed.load(ordering: .relaxed) {
             commitLock.unlock()
@@ -88,9 +106,9 @@ extension Engine {
         }
         var group = [w]
         var groupBytes = w.batch.byteCount
-        if w.durability != .sync {
+        if w.durability != .sync && w.replicatedSequence == nil {
             for other in writers.dropFirst() {
-                if other.isBarrier { break }
+                if other.isBarrier || other.replicatedSequence != nil { break }
                 // A non-durable leader must not carry a durable follower (it would not sync).
                 if other.durability == .sync || (other.durability == .groupCommit && w.durability == .none) { break }
                 if groupBytes + other.batch.byteCount > Self.maxGroupBytes { break }
@@ -110,6 +128,16 @@ extension Engine {
             finishGroup(group, error: error)
             commitLock.unlock()
             throw error
+        }
+        if let first = w.replicatedSequence {
+            guard first > lastSequence, first <= StorageLimits.maxSequence - UInt64(totalOps) else {
+                let error = StorageError.corruption(file: directory, offset: 0,
+                                                    reason: "replicated batch at sequence \(first) does not follow this store's \(lastSequence)")
+                finishGroup(group, error: error)
+                commitLock.unlock()
+                throw error
+            }
+            lastSequence = first - 1
         }
         let firstSequence = lastSequence + 1
         lastSequence += UInt64(totalOps)
