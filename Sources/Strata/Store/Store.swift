@@ -62,7 +62,18 @@ public final class Store: @unchecked Sendable {
     /// Throws ``StrataError/unsupportedFormatVersion(found:supported:)`` for a store written by
     /// a newer Strata, and ``StrataError/storage(_:)`` when the engine cannot open it (locked,
     /// damaged, not writable).
-    public init(directoryPath: String, options: StoreOptions = StoreOptions()) throws(StrataError) {
+    public convenience init(directoryPath: String, options: StoreOptions = StoreOptions()) throws(StrataError) {
+        let engine: Engine
+        do {
+            engine = try Engine.open(directory: directoryPath, options: Self.engineOptions(options))
+        } catch {
+            throw StrataError(error)
+        }
+        try self.init(engine: engine, directoryPath: directoryPath, options: options)
+    }
+
+    /// The engine options a store opens its engine with.
+    static func engineOptions(_ options: StoreOptions) -> EngineOptions {
         var engineOptions = options.engine
         engineOptions.durability = options.durability
         engineOptions.readOnly = options.readOnly
@@ -76,9 +87,14 @@ public final class Store: @unchecked Sendable {
         engineOptions.idKeySpaces.insert(ObjectFormat.objectsKeySpace)
         // Objects just saved are the ones an app reads next: flushes leave them in the cache.
         engineOptions.cacheFillingKeySpaces.insert(ObjectFormat.objectsKeySpace)
+        return engineOptions
+    }
+
+    /// A store over an open engine (closed when this throws). `options.readOnly` says whether
+    /// the store writes (a replica's engine is writable for its follower, its store is not).
+    init(engine: Engine, directoryPath: String, options: StoreOptions) throws(StrataError) {
+        self.engine = engine
         do {
-            let engine = try Engine.open(directory: directoryPath, options: engineOptions)
-            self.engine = engine
             do {
                 let objects = try Self.keySpace(ObjectFormat.objectsKeySpace, in: engine)
                 let meta = try Self.keySpace(ObjectFormat.metaKeySpace, in: engine)

@@ -20,6 +20,15 @@ public struct ReplicaStatus: Sendable, Equatable {
     public var stoppedBecause: String?
 }
 
+/// One operation of a batch a replica applied, as the layer above learns it
+/// (``Engine/setReplicaObserver(_:)``): whether the key held a value before.
+package struct ReplicatedOperation: Sendable {
+    package var keySpaceId: UInt32
+    package var key: [UInt8]
+    package var isDeletion: Bool
+    package var existed: Bool
+}
+
 /// Follows a store's archive (SPEC.md §3.4) on a thread of its own and commits the primary's
 /// batches, with the primary's sequence numbers, into a replica's engine: readers see whole
 /// transactions only, in order. Reads the log pieces of one generation in WAL order from where
@@ -43,6 +52,7 @@ final class ArchiveFollower: @unchecked Sendable {
     /// returns at once.
     private var finished = false
     private var wakeRequested = false
+    private var observer: (@Sendable ([ReplicatedOperation]) -> Void)?
     private let done = DispatchSemaphore(value: 0)
 
     // Owned by the follower's thread.
@@ -65,6 +75,8 @@ final class ArchiveFollower: @unchecked Sendable {
     }
 
     func currentStatus() -> ReplicaStatus { lock.withLock { status } }
+
+    func setObserver(_ body: @escaping @Sendable ([ReplicatedOperation]) -> Void) { lock.withLock { observer = body } }
 
     /// Looks at the archive now and waits until a round that began after the call has ended;
     /// throws its failure, or when the follower has stopped for good.
@@ -237,9 +249,22 @@ final class ArchiveFollower: @unchecked Sendable {
             throw Stop(reason: "archived log piece \(name) is damaged: \(e)")
         }
         if outcome.validEnd < piece.bytes.count { ended = true }   // a torn tail ends the WAL
+        let observer = lock.withLock { self.observer }
         for (first, batch) in records {
             try ensureKeySpaces(upTo: batch.maxKeySpaceId, engine: engine)
+            // What each key held before, for the observer (inserted or updated).
+            var operations: [ReplicatedOperation] = []
+            if observer != nil {
+                try batch.rep.withUnsafeBytes { rep in
+                    _ = try BatchDecoder.forEach(rep) { op in
+                        let key = Array(op.key)
+                        let existed = try engine.get(key, in: KeySpace(id: op.keySpaceId, name: "")) != nil
+                        operations.append(ReplicatedOperation(keySpaceId: op.keySpaceId, key: key, isDeletion: op.kind == .deletion, existed: existed))
+                    }
+                }
+            }
             try engine.applyReplicated(batch, firstSequence: first)
+            if let observer, !operations.isEmpty { observer(operations) }
         }
         position.offset += UInt64(piece.bytes.count)
         if ended { position.walEnded = true }

@@ -61,6 +61,12 @@ extension Engine {
         return engine
     }
 
+    /// Calls `body` after each batch the replica applies, with its operations (the object
+    /// layer turns them into change notifications), on the follower's thread.
+    package func setReplicaObserver(_ body: @escaping @Sendable ([ReplicatedOperation]) -> Void) {
+        follower?.setObserver(body)
+    }
+
     /// How far a replica has come (nil for a store that is not one).
     ///
     /// ```swift
