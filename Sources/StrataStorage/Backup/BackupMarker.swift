@@ -64,19 +64,7 @@ struct BackupMarker: Equatable {
     /// Replaces the directory's marker: writes and syncs `BACKUP.tmp`, renames it over `BACKUP`.
     /// The caller syncs the directory.
     func write(in directory: String, fileSystem: any FileSystem) throws {
-        let path = joinPath(directory, Self.fileName)
-        let tmpPath = path + FormatConstants.tempSuffix
-        let file = try fileSystem.openWritable(tmpPath, truncate: true)
-        do {
-            try encode().withUnsafeBytes { try file.append($0) }
-            try file.sync()
-        } catch {
-            try? file.close()
-            try? fileSystem.removeFile(tmpPath)
-            throw error
-        }
-        try file.close()
-        try fileSystem.rename(tmpPath, to: path)
+        try fileSystem.replaceFile(at: joinPath(directory, Self.fileName), with: encode())
     }
 
     /// The masked CRC-32C of a whole file, read in pieces (a manifest reused across opens can

@@ -53,19 +53,7 @@ struct ReplicaPosition: Equatable {
 
     /// Replaces the file: `REPLICA.tmp` written and synced, renamed over, the directory synced.
     func write(in directory: String, fileSystem: any FileSystem) throws {
-        let path = joinPath(directory, Self.fileName)
-        let tmpPath = path + FormatConstants.tempSuffix
-        let file = try fileSystem.openWritable(tmpPath, truncate: true)
-        do {
-            try encode().withUnsafeBytes { try file.append($0) }
-            try file.sync()
-        } catch {
-            try? file.close()
-            try? fileSystem.removeFile(tmpPath)
-            throw error
-        }
-        try file.close()
-        try fileSystem.rename(tmpPath, to: path)
+        try fileSystem.replaceFile(at: joinPath(directory, Self.fileName), with: encode())
         try fileSystem.syncDirectory(directory)
     }
 
