@@ -57,6 +57,8 @@ final class ArchiveFollower: @unchecked Sendable {
 
     // Owned by the follower's thread.
     private var position: ReplicaPosition
+    /// The position `REPLICA` holds.
+    private var saved: ReplicaPosition?
 
     init(engine: Engine, target: any ArchiveTarget, position: ReplicaPosition, pollInterval: Double) {
         self.engine = engine
@@ -189,7 +191,12 @@ final class ArchiveFollower: @unchecked Sendable {
             }
         }
         position.applied = engine.latestSequence
-        try position.write(in: directory, fileSystem: fileSystem)
+        // Saved only when it moved: an idle replica polls every second, and each save is two
+        // syncs (the file and the directory).
+        if position != saved {
+            try position.write(in: directory, fileSystem: fileSystem)
+            saved = position
+        }
     }
 
     /// Applies every piece of the followed generation that is there, in order; whether any was.
