@@ -43,12 +43,17 @@ import StrataTesting
     /// Every state a replica passes through is the primary's at that sequence: a reader on the
     /// replica never sees part of a transaction.
     @Test func everyStateAReplicaShowsIsThePrimarysAtThatSequence() throws {
-        let dir = TemporaryDirectory(), archive = TemporaryDirectory(), replicaDir = TemporaryDirectory()
-        let target = DirectoryArchiveTarget(path: archive.path)
+        let archive = TemporaryDirectory()
+        try Self.everyStateAReplicaShowsIsThePrimarysAtThatSequence(DirectoryArchiveTarget(path: archive.path))
+    }
+
+    /// The body of the test above, also run against an S3 server (S3ArchiveTargetTests).
+    static func everyStateAReplicaShowsIsThePrimarysAtThatSequence(_ target: any ArchiveTarget, pollInterval: Double = 0.005) throws {
+        let dir = TemporaryDirectory(), replicaDir = TemporaryDirectory()
         let primary = try Engine.open(directory: dir.path, options: A.archived(target, interval: 0.01))
         var model: [String: String] = [:], history: [UInt64: [String: String]] = [0: [:]]
         try primary.archiveNow()
-        let replica = try Engine.openReplica(following: target, directoryPath: replicaDir.path, options: .testing(), pollInterval: 0.005)
+        let replica = try Engine.openReplica(following: target, directoryPath: replicaDir.path, options: .testing(), pollInterval: pollInterval)
         // A reader samples the replica while the primary writes; each sample is compared with
         // the primary's model at its sequence afterwards.
         let samples = Mutex<[(UInt64, [String: String])]>([])
@@ -86,8 +91,13 @@ import StrataTesting
     /// A replica reopened goes on where it stopped; a primary reopened (its next generation) is
     /// followed.
     @Test func aReplicaReopensWhereItStoppedAndFollowsTheNextGeneration() throws {
-        let dir = TemporaryDirectory(), archive = TemporaryDirectory(), replicaDir = TemporaryDirectory()
-        let target = DirectoryArchiveTarget(path: archive.path)
+        let archive = TemporaryDirectory()
+        try Self.aReplicaReopensWhereItStoppedAndFollowsTheNextGeneration(DirectoryArchiveTarget(path: archive.path))
+    }
+
+    /// The body of the test above, also run against an S3 server (S3ArchiveTargetTests).
+    static func aReplicaReopensWhereItStoppedAndFollowsTheNextGeneration(_ target: any ArchiveTarget) throws {
+        let dir = TemporaryDirectory(), replicaDir = TemporaryDirectory()
         var model: [String: String] = [:], history: [UInt64: [String: String]] = [0: [:]]
         var primary = try Engine.open(directory: dir.path, options: A.archived(target))
         try A.workload(primary, commits: 30, seed: 20, model: &model, history: &history, flushEvery: 10)

@@ -114,6 +114,13 @@ enum S3TestServer {
         try ArchiveTests.retentionDeletesWhatNoKeptStateNeeds(S3ArchiveTarget(try S3TestServer.configuration()))
     }
 
+    /// A replica following an archive on S3 shows only the primary's states, whole
+    /// transactions in order, and follows the primary's next generation after a reopen.
+    @Test func aReplicaFollowsAnArchiveOnS3() throws {
+        try ReplicaTests.everyStateAReplicaShowsIsThePrimarysAtThatSequence(S3ArchiveTarget(try S3TestServer.configuration()), pollInterval: 0.02)
+        try ReplicaTests.aReplicaReopensWhereItStoppedAndFollowsTheNextGeneration(S3ArchiveTarget(try S3TestServer.configuration()))
+    }
+
     /// Two stores under two prefixes of one bucket never touch each other's objects; a second
     /// store pointed at the first's prefix is refused.
     @Test func twoPrefixesKeepTwoStoresApartAndOnePrefixRefusesASecond() throws {

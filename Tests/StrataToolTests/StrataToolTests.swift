@@ -318,10 +318,10 @@ import Testing
         #expect(text.stdout.contains("store \(id): 1 generations"), "\(text.stdout)")
     }
 
-    /// `restore` and `archive-status` read an archive on S3 (the tests' local server).
+    /// `restore`, `archive-status` and `replicate` read an archive on S3 (the tests' local server).
     @Test(.enabled(if: ProcessInfo.processInfo.environment["STRATA_S3_ENDPOINT"] != nil
                    || ProcessInfo.processInfo.environment["CI"] != nil))
-    func restoreAndArchiveStatusReadAnS3Archive() throws {
+    func restoreArchiveStatusAndReplicateReadAnS3Archive() throws {
         let env = ProcessInfo.processInfo.environment
         let endpoint = try #require(env["STRATA_S3_ENDPOINT"])
         let url = "s3://\(env["STRATA_S3_BUCKET"] ?? "strata-test")/tool-\(UUID().uuidString.lowercased())"
@@ -339,6 +339,10 @@ import Testing
         let restore = try ToolRunner.run(["restore", url, restored, "--endpoint", endpoint])
         #expect(restore.status == 0, "\(restore.stderr)")
         #expect(try ToolRunner.run(["dump", restored, "Tutor"]).stdout.split(separator: "\n").count == 2)
+        let replica = root.path + "/replica"
+        let replicate = try ToolRunner.run(["replicate", url, replica, "--endpoint", endpoint, "--once"])
+        #expect(replicate.status == 0, "\(replicate.stderr)")
+        #expect(try ToolRunner.run(["dump", replica, "Tutor"]).stdout.split(separator: "\n").count == 2)
         // A wrong secret is a clear error, not a retry loop.
         let denied = try ToolRunner.run(["archive-status", url, "--endpoint", endpoint],
                                         environment: ["AWS_SECRET_ACCESS_KEY": "wrong"])

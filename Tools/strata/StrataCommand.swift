@@ -20,6 +20,7 @@ struct StrataCommand: ParsableCommand {
           strata stats /tmp/shop --json         engine counters, machine-readable
           strata backup /tmp/shop /backups/shop a backup (incremental into an earlier one)
           strata restore /backups/shop /tmp/new check a backup and restore it
+          strata replicate s3://b/shop /srv/r   a read replica that follows an archive
 
         Exit status: 0 success; 1 `verify` found problems; 2 the command could not run (no such
         directory, not a store, locked by another process, written by a newer Strata, damaged
@@ -27,7 +28,7 @@ struct StrataCommand: ParsableCommand {
         """,
         subcommands: [DemoCommand.self, InspectCommand.self, VerifyCommand.self, CompactCommand.self,
                       DumpCommand.self, LoadCommand.self, StatsCommand.self, BackupCommand.self, RestoreCommand.self,
-                      ArchiveStatusCommand.self]
+                      ArchiveStatusCommand.self, ReplicateCommand.self]
     )
 }
 
