@@ -53,24 +53,33 @@ struct StrataGraph: GraphSystem {
         _ = store.box(for: GStudent.self)
     }
 
+    func insertCustomers(_ data: GraphData) throws { try insertCustomers(data, committed: nil) }
+
+    /// `committed(entity, lastIndex)` after each transaction: the replica benchmark times each
+    /// commit's arrival on a replica by it (index i has id i + 1).
     @inline(never)   // a frame of its own: profiles attribute each phase by it
-    func insertCustomers(_ data: GraphData) throws {
+    func insertCustomers(_ data: GraphData, committed: ((String, Int) -> Void)?) throws {
         let box = store.box(for: GCustomer.self)
         for chunk in stride(from: 0, to: data.sizes.customers, by: 1_000) {
-            try box.put((chunk..<min(chunk + 1_000, data.sizes.customers)).map { i in
+            let end = min(chunk + 1_000, data.sizes.customers)
+            try box.put((chunk..<end).map { i in
                 let c = GCustomer()
                 c.name = GraphData.customerName(i)
                 c.email = GraphData.customerEmail(i)
                 return c
             })
+            committed?("GCustomer", end - 1)
         }
     }
 
+    func insertOrders(_ data: GraphData) throws { try insertOrders(data, committed: nil) }
+
     @inline(never)   // a frame of its own: profiles attribute each phase by it
-    func insertOrders(_ data: GraphData) throws {
+    func insertOrders(_ data: GraphData, committed: ((String, Int) -> Void)?) throws {
         let box = store.box(for: GOrder.self)
         for chunk in stride(from: 0, to: data.sizes.orders, by: 1_000) {
-            try box.put((chunk..<min(chunk + 1_000, data.sizes.orders)).map { i in
+            let end = min(chunk + 1_000, data.sizes.orders)
+            try box.put((chunk..<end).map { i in
                 let o = GOrder()
                 o.summary = data.orderSummary[i]
                 o.amount = data.orderAmount[i]
@@ -78,6 +87,7 @@ struct StrataGraph: GraphSystem {
                 o.customer.targetId = Id(data.orderCustomer[i] + 1)
                 return o
             })
+            committed?("GOrder", end - 1)
         }
     }
 
@@ -150,22 +160,27 @@ struct StrataGraph: GraphSystem {
         return sum
     }
 
+    func insertSchool(_ data: GraphData) throws { try insertSchool(data, committed: nil) }
+
     @inline(never)   // a frame of its own: profiles attribute each phase by it
-    func insertSchool(_ data: GraphData) throws {
+    func insertSchool(_ data: GraphData, committed: ((String, Int) -> Void)?) throws {
         let teachers = (0..<data.sizes.teachers).map { i in
             let t = GTeacher()
             t.name = GraphData.teacherName(i)
             return t
         }
         try store.box(for: GTeacher.self).put(teachers)
+        committed?("GTeacher", teachers.count - 1)
         let students = store.box(for: GStudent.self)
         for chunk in stride(from: 0, to: data.sizes.students, by: 1_000) {
-            try students.put((chunk..<min(chunk + 1_000, data.sizes.students)).map { i in
+            let end = min(chunk + 1_000, data.sizes.students)
+            try students.put((chunk..<end).map { i in
                 let s = GStudent()
                 s.name = GraphData.studentName(i)
                 s.teachers.append(contentsOf: data.studentTeachers[i].map { teachers[$0] })
                 return s
             })
+            committed?("GStudent", end - 1)
         }
     }
 

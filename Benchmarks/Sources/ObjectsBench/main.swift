@@ -13,6 +13,8 @@ import Strata
 //   strata-objects-bench aggregate [--flat N] [--reps R]  (a property query's sum vs decoding every order)
 //   strata-objects-bench backup [--scale X] [--reps R]    (backup, incremental backup, restore vs GRDB)
 //   strata-objects-bench values [--flat N] [--reps R]     (UUID, [String], a Codable struct: put and get vs GRDB)
+//   strata-objects-bench replica [--scale X] [--reps R] [--ship S] [--poll P]
+//                                                         (a replica's lag under the graph inserts)
 //
 // --stop-after ends each run after one phase (put-all, get-all, …): with valgrind's allocation
 // totals at two sizes it gives the allocations per object of the phases up to it.
@@ -103,6 +105,10 @@ let backupMode = args.first == "backup"
 if backupMode { args.removeFirst() }
 let valuesMode = args.first == "values"
 if valuesMode { args.removeFirst() }
+let replicaMode = args.first == "replica"
+if replicaMode { args.removeFirst() }
+var shipInterval = 1.0
+var pollInterval = 1.0
 var observePuts = 20_000
 var scale = 1.0
 while args.count >= 2 {
@@ -112,11 +118,13 @@ while args.count >= 2 {
     case "--puts" where (Int(value) ?? 0) > 0: observePuts = Int(value)!
     case "--reps": reps = max(1, Int(value) ?? reps)
     case "--scale" where (Double(value) ?? 0) > 0: scale = Double(value)!
+    case "--ship" where (Double(value) ?? 0) > 0: shipInterval = Double(value)!
+    case "--poll" where (Double(value) ?? 0) > 0: pollInterval = Double(value)!
     case "--only" where ["strata", "grdb"].contains(value): only = value
     case "--stop-after" where FlatCrudPhase(rawValue: value) != nil: stopAfter = FlatCrudPhase(rawValue: value)
     case "--durability" where BenchDurability(rawValue: value) != nil: setenv(BenchDurability.environmentKey, value, 1)
     default:
-        print("usage: strata-objects-bench [graph | observe | aggregate | backup | values] [--flat N | --puts N | --scale X] [--reps R] [--only strata|grdb] [--stop-after PHASE] [--durability matched|sync]")
+        print("usage: strata-objects-bench [graph | observe | aggregate | backup | values | replica] [--flat N | --puts N | --scale X] [--ship S --poll P] [--reps R] [--only strata|grdb] [--stop-after PHASE] [--durability matched|sync]")
         exit(2)
     }
 }
@@ -183,6 +191,16 @@ if valuesMode {
         try ValueTypesBench.run(count: flatCount, reps: reps)
     } catch {
         FileHandle.standardError.write("values benchmark failed: \(error)\n".data(using: .utf8)!)
+        exit(1)
+    }
+    exit(0)
+}
+
+if replicaMode {
+    do {
+        try ReplicaBench.run(sizes: graphSizes(scale: scale), reps: reps, shipInterval: shipInterval, pollInterval: pollInterval)
+    } catch {
+        FileHandle.standardError.write("replica benchmark failed: \(error)\n".data(using: .utf8)!)
         exit(1)
     }
     exit(0)

@@ -30,7 +30,7 @@ extension Store {
         var storeOptions = options
         storeOptions.readOnly = true
         let store = try Store(engine: engine, directoryPath: directoryPath, options: storeOptions)
-        engine.setReplicaObserver { [weak store] operations in store?.publishReplicated(operations) }
+        engine.setReplicaObserver(priorValuesIn: [store.objects.id]) { [weak store] operations in store?.publishReplicated(operations) }
         return store
     }
 
@@ -64,7 +64,7 @@ extension Store {
             if op.keySpaceId == objects.id, op.key.count == ObjectFormat.objectKeyBytes {
                 op.key.withUnsafeBytes { key in
                     let entity = ObjectKey.entityId(fromKey: key), id = ObjectKey.id(fromKey: key)
-                    switch (op.existed, op.isDeletion) {
+                    switch (op.existed ?? false, op.isDeletion) {
                     case (false, false): byEntity[entity, default: .init()].inserted.append(id)
                     case (true, false): byEntity[entity, default: .init()].updated.append(id)
                     case (true, true): byEntity[entity, default: .init()].removed.append(id)

@@ -21,12 +21,14 @@ public struct ReplicaStatus: Sendable, Equatable {
 }
 
 /// One operation of a batch a replica applied, as the layer above learns it
-/// (``Engine/setReplicaObserver(_:)``): whether the key held a value before.
+/// (``Engine/setReplicaObserver(priorValuesIn:_:)``): whether the key held a value before, for
+/// the key spaces the observer asked about (a point read each, so only where it matters: the
+/// object layer's objects), nil elsewhere.
 package struct ReplicatedOperation: Sendable {
     package var keySpaceId: UInt32
     package var key: [UInt8]
     package var isDeletion: Bool
-    package var existed: Bool
+    package var existed: Bool?
 }
 
 /// Follows a store's archive (SPEC.md §3.4) on a thread of its own and commits the primary's
@@ -52,7 +54,7 @@ final class ArchiveFollower: @unchecked Sendable {
     /// returns at once.
     private var finished = false
     private var wakeRequested = false
-    private var observer: (@Sendable ([ReplicatedOperation]) -> Void)?
+    private var observer: (priorValuesIn: Set<UInt32>, body: @Sendable ([ReplicatedOperation]) -> Void)?
     private let done = DispatchSemaphore(value: 0)
 
     // Owned by the follower's thread.
@@ -78,7 +80,9 @@ final class ArchiveFollower: @unchecked Sendable {
 
     func currentStatus() -> ReplicaStatus { lock.withLock { status } }
 
-    func setObserver(_ body: @escaping @Sendable ([ReplicatedOperation]) -> Void) { lock.withLock { observer = body } }
+    func setObserver(priorValuesIn keySpaces: Set<UInt32>, _ body: @escaping @Sendable ([ReplicatedOperation]) -> Void) {
+        lock.withLock { observer = (keySpaces, body) }
+    }
 
     /// Looks at the archive now and waits until a round that began after the call has ended;
     /// throws its failure, or when the follower has stopped for good.
@@ -116,9 +120,12 @@ final class ArchiveFollower: @unchecked Sendable {
 
     private func run() {
         var failures = 0
+        var gained = false
         while true {
             let finishing: Bool = lock.withLock {
-                if !stopping && !wakeRequested {
+                // A round that applied something looks again at once: a replica behind a busy
+                // primary catches up at the speed it applies, not one round a poll interval.
+                if !stopping && !wakeRequested && !gained {
                     lock.wait(timeoutSeconds: failures == 0 ? pollInterval : min(30, pollInterval * Double(1 << min(failures, 10))))
                 }
                 wakeRequested = false
@@ -126,7 +133,7 @@ final class ArchiveFollower: @unchecked Sendable {
             }
             if finishing { break }
             do {
-                try round()
+                gained = try round()
                 failures = 0
                 lock.withLock {
                     status.lastError = nil
@@ -134,6 +141,7 @@ final class ArchiveFollower: @unchecked Sendable {
                     lock.broadcast()
                 }
             } catch let stop as Stop {
+                gained = false
                 lock.withLock {
                     status.stoppedBecause = stop.reason
                     status.rounds += 1
@@ -141,6 +149,7 @@ final class ArchiveFollower: @unchecked Sendable {
                 }
             } catch {
                 failures += 1
+                gained = false
                 lock.withLock {
                     status.lastError = "\(error)"
                     status.rounds += 1
@@ -153,9 +162,10 @@ final class ArchiveFollower: @unchecked Sendable {
     }
 
     /// One look at the archive: applies what the followed generation gained, then moves to the
-    /// primary's next generation if this one is done and the next goes on from here.
-    private func round() throws {
-        guard let engine, !lock.withLock({ stopping }) else { return }
+    /// primary's next generation if this one is done and the next goes on from here. Whether it
+    /// applied anything.
+    private func round() throws -> Bool {
+        guard let engine, !lock.withLock({ stopping }) else { return false }
         var pieces: [ArchiveGeneration: [UInt64: [UInt64: String]]] = [:]
         var states: [ArchiveGeneration: [(serial: UInt64, name: String)]] = [:]
         for name in try target.list() {
@@ -168,7 +178,7 @@ final class ArchiveFollower: @unchecked Sendable {
                 break
             }
         }
-        let gained = try follow(pieces[position.generation] ?? [:], engine: engine)
+        var gained = try follow(pieces[position.generation] ?? [:], engine: engine)
         if !gained {
             // Done with this generation for now: the primary's next one, if it goes on from here.
             let next = Set(pieces.keys).union(states.keys).filter { $0.ordinal > position.generation.ordinal }.min { $0.ordinal < $1.ordinal }
@@ -185,6 +195,7 @@ final class ArchiveFollower: @unchecked Sendable {
                         status.generationId = next.id
                     }
                     _ = try follow(pieces[next] ?? [:], engine: engine)
+                    gained = true   // moved on: look again at once
                 }
                 // Else the commits up to the new generation's state are not all applied: the
                 // archive may still ship the rest of this generation (a WAL the primary kept).
@@ -197,6 +208,7 @@ final class ArchiveFollower: @unchecked Sendable {
             try position.write(in: directory, fileSystem: fileSystem)
             saved = position
         }
+        return gained
     }
 
     /// Applies every piece of the followed generation that is there, in order; whether any was.
@@ -261,17 +273,18 @@ final class ArchiveFollower: @unchecked Sendable {
             try ensureKeySpaces(upTo: batch.maxKeySpaceId, engine: engine)
             // What each key held before, for the observer (inserted or updated).
             var operations: [ReplicatedOperation] = []
-            if observer != nil {
+            if let (priorValuesIn, _) = observer {
                 try batch.rep.withUnsafeBytes { rep in
                     _ = try BatchDecoder.forEach(rep) { op in
                         let key = Array(op.key)
-                        let existed = try engine.get(key, in: KeySpace(id: op.keySpaceId, name: "")) != nil
+                        let existed = priorValuesIn.contains(op.keySpaceId)
+                            ? try engine.get(key, in: KeySpace(id: op.keySpaceId, name: "")) != nil : nil
                         operations.append(ReplicatedOperation(keySpaceId: op.keySpaceId, key: key, isDeletion: op.kind == .deletion, existed: existed))
                     }
                 }
             }
             try engine.applyReplicated(batch, firstSequence: first)
-            if let observer, !operations.isEmpty { observer(operations) }
+            if let (_, body) = observer, !operations.isEmpty { body(operations) }
         }
         position.offset += UInt64(piece.bytes.count)
         if ended { position.walEnded = true }

@@ -62,9 +62,10 @@ extension Engine {
     }
 
     /// Calls `body` after each batch the replica applies, with its operations (the object
-    /// layer turns them into change notifications), on the follower's thread.
-    package func setReplicaObserver(_ body: @escaping @Sendable ([ReplicatedOperation]) -> Void) {
-        follower?.setObserver(body)
+    /// layer turns them into change notifications), on the follower's thread; whether each key
+    /// held a value before is looked up in `keySpaces` only.
+    package func setReplicaObserver(priorValuesIn keySpaces: Set<UInt32>, _ body: @escaping @Sendable ([ReplicatedOperation]) -> Void) {
+        follower?.setObserver(priorValuesIn: keySpaces, body)
     }
 
     /// How far a replica has come (nil for a store that is not one).
