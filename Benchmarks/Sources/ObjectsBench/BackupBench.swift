@@ -89,6 +89,9 @@ enum BackupBench {
                                                          endpoint: env["STRATA_S3_ENDPOINT"]))
         }
         if let target { options.archive = ArchiveOptions(target: target) }
+        // The test server keeps objects in memory (a 2 GiB memstore): what a run ships is
+        // deleted after it, or a few runs fill the server and it refuses writes.
+        defer { if let target { try? removeEverything(in: target) } }
         let store = try Store(directoryPath: dir, options: options)
         defer { store.close() }
         let graph = try StrataGraph(directory: dir, store: store)
@@ -194,4 +197,9 @@ enum BackupBench {
         sample.bytes["restore"] = size(restored + "/db.sqlite")
         return sample
     }
+}
+
+/// Deletes every object of an archive target (a benchmark's own prefix, after its run).
+func removeEverything(in target: any ArchiveTarget) throws {
+    for name in try target.list() { try target.delete(name) }
 }

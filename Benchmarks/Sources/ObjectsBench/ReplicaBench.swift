@@ -57,6 +57,7 @@ enum ReplicaBench {
         } else {
             DirectoryArchiveTarget(path: root + "/archive")
         }
+        defer { try? removeEverything(in: target) }   // see BackupBench: the test server keeps it in memory
         var options = BenchDurability.current.strataOptions
         var archive = ArchiveOptions(target: target)
         archive.interval = shipInterval
