@@ -1,8 +1,8 @@
 import ArgumentParser
 
 /// `strata`: the store tool. Every subcommand works on a store directory through Strata's public
-/// API; all but `demo`, `compact` and `load` open it read-only and never change it (`backup`
-/// and `restore` write only their destination).
+/// API; all but `demo`, `compact`, `load` and `replicate` open it read-only and never change it
+/// (`backup`, `restore` and `replicate` write only their destination).
 @main
 struct StrataCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
