@@ -25,6 +25,8 @@ enum EntityDiagnostic: DiagnosticMessage {
     case duplicateRename(String)
     case backlinkNotToMany(String)
     case backlinkArgument
+    case deleteRuleArgument
+    case deleteRuleOnNonRelation
     case backlinkRootMismatch(property: String, root: String, element: String)
 
     var message: String {
@@ -75,6 +77,10 @@ enum EntityDiagnostic: DiagnosticMessage {
             "@Backlink property '\(name)' must be declared as 'ToMany<Source>'"
         case .backlinkArgument:
             "@Backlink needs a key path to the relation it reverses: @Backlink(\\Order.customer)"
+        case .deleteRuleArgument:
+            "@DeleteRule takes one of .nullify, .cascade or .deny, written as a literal: @DeleteRule(.cascade)"
+        case .deleteRuleOnNonRelation:
+            "@DeleteRule applies to a relation: a ToOne, a ToMany or a @Backlink"
         case let .backlinkRootMismatch(property, root, element):
             "@Backlink of '\(property)' starts at '\(root)' but the property holds ToMany<\(element)>"
         }
@@ -105,6 +111,8 @@ enum EntityDiagnostic: DiagnosticMessage {
         case .duplicateRename: "duplicateRename"
         case .backlinkNotToMany: "backlinkNotToMany"
         case .backlinkArgument: "backlinkArgument"
+        case .deleteRuleArgument: "deleteRuleArgument"
+        case .deleteRuleOnNonRelation: "deleteRuleOnNonRelation"
         case .backlinkRootMismatch: "backlinkRootMismatch"
         }
         return MessageID(domain: "Strata", id: id)

@@ -91,10 +91,12 @@ public struct EntityMacro: MemberMacro, ExtensionMacro, MemberAttributeMacro {
             let renamed = p.renamedFrom.map { ", renamedFrom: \(literal($0))" } ?? ""
             let index = (p.index.map { ", index: .\($0)" } ?? "")
                 + (p.indexWith.isEmpty ? "" : ", indexWith: [\(p.indexWith.map(literal).joined(separator: ", "))]")
-            return "        Strata.PropertySchema(name: \(literal(p.name)), keyPath: \\\(m.typeName).\(p.name)\(renamed)\(index)),"
+            let rule = p.deleteRule.map { ", deleteRule: .\($0)" } ?? ""
+            return "        Strata.PropertySchema(name: \(literal(p.name)), keyPath: \\\(m.typeName).\(p.name)\(renamed)\(index)\(rule)),"
         }
         let links = backlinks(m).map { _, p, _, sourceProperty in
-            "        Strata.BacklinkSchema(name: \(literal(p.name)), keyPath: \\\(m.typeName).\(p.name), sourceProperty: \(literal(sourceProperty))),"
+            let rule = p.deleteRule.map { ", deleteRule: .\($0)" } ?? ""
+            return "        Strata.BacklinkSchema(name: \(literal(p.name)), keyPath: \\\(m.typeName).\(p.name), sourceProperty: \(literal(sourceProperty))\(rule)),"
         }
         let backlinkArgument = links.isEmpty ? "" : ", backlinks: [\n\(links.joined(separator: "\n"))\n    ]"
         return """

@@ -27,6 +27,8 @@ struct EntityModel {
         var kind: Kind = .value
         /// The later components of a composite index, from `@Index(with:)`.
         var indexWith: [String] = []
+        /// "cascade", "deny" or "nullify" from `@DeleteRule(…)` on a relation; nil without one.
+        var deleteRule: String? = nil
     }
 
     var typeName: String
@@ -166,6 +168,26 @@ struct EntityModel {
                 diagnostics.append(Diagnostic(node: variable.bindingSpecifier, message: EntityDiagnostic.multipleBindings))
                 continue
             }
+            // `@DeleteRule(.cascade)`: a literal case, on a relation (checked below).
+            var deleteRule: String?
+            let deleteRuleAttribute = findAttribute(variable, named: "DeleteRule")
+            if let deleteRuleAttribute {
+                let cases = ["nullify", "cascade", "deny"]
+                guard case let .argumentList(args)? = deleteRuleAttribute.arguments, args.count == 1, args.first?.label == nil,
+                      let member = args.first?.expression.as(MemberAccessExprSyntax.self),
+                      member.base == nil || ["DeleteRule", "Strata.DeleteRule"].contains(member.base!.trimmedDescription),
+                      cases.contains(member.declName.baseName.text) else {
+                    diagnostics.append(Diagnostic(node: deleteRuleAttribute, message: EntityDiagnostic.deleteRuleArgument))
+                    continue
+                }
+                deleteRule = member.declName.baseName.text
+                let type = variable.bindings.first?.typeAnnotation?.type
+                let isRelation = type.map { isToOne($0) || toManyElementType($0) != nil } ?? false
+                if isTransient || !isRelation {
+                    diagnostics.append(Diagnostic(node: deleteRuleAttribute, message: EntityDiagnostic.deleteRuleOnNonRelation))
+                    continue
+                }
+            }
             var renamedFrom: String?
             if let renamed = findAttribute(variable, named: "Renamed") {
                 if case let .argumentList(args)? = renamed.arguments, let first = args.first,
@@ -221,15 +243,17 @@ struct EntityModel {
                         diagnostics.append(Diagnostic(node: backlink, message: EntityDiagnostic.backlinkRootMismatch(property: name, root: root, element: element)))
                         continue
                     }
-                    properties.append(StoredProperty(name: name, kind: .backlink(sourceType: root, sourceProperty: component.declName.baseName.text)))
+                    properties.append(StoredProperty(name: name, kind: .backlink(sourceType: root, sourceProperty: component.declName.baseName.text),
+                                                     deleteRule: deleteRule))
                     continue
                 }
                 if type.map(isToOne) ?? false {
-                    properties.append(StoredProperty(name: name, index: indexKind, renamedFrom: renamedFrom, kind: .toOne, indexWith: indexWith))
+                    properties.append(StoredProperty(name: name, index: indexKind, renamedFrom: renamedFrom, kind: .toOne, indexWith: indexWith,
+                                                     deleteRule: deleteRule))
                     continue
                 }
                 if toManyElement != nil {
-                    properties.append(StoredProperty(name: name, renamedFrom: renamedFrom, kind: .toMany))
+                    properties.append(StoredProperty(name: name, renamedFrom: renamedFrom, kind: .toMany, deleteRule: deleteRule))
                     continue
                 }
                 if let type, !isSupported(type) {

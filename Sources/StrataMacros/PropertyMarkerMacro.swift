@@ -1,7 +1,7 @@
 import SwiftSyntax
 import SwiftSyntaxMacros
 
-/// `@Transient` and `@Renamed(from:)`: markers that `@Entity` reads from the property they
+/// `@Transient`, `@Renamed(from:)`, `@Index`, `@Unique` and `@DeleteRule`: markers that `@Entity` reads from the property they
 /// annotate. On their own they expand to nothing.
 public struct PropertyMarkerMacro: PeerMacro {
     public static func expansion(of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol,

@@ -9,6 +9,7 @@ private let macros: [String: MacroSpec] = [
     "Renamed": MacroSpec(type: PropertyMarkerMacro.self),
     "Backlink": MacroSpec(type: PropertyMarkerMacro.self),
     "Index": MacroSpec(type: PropertyMarkerMacro.self),
+    "DeleteRule": MacroSpec(type: PropertyMarkerMacro.self),
 ]
 
 /// Expands `source` and compares with `expanded` and the expected diagnostics.
@@ -325,6 +326,77 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                 }
             }
             """)
+    }
+
+    /// `@DeleteRule` reaches the schema of to-ones, to-manys and backlinks.
+    @Test func deleteRulesGoIntoTheSchema() {
+        expect("""
+            @Entity
+            final class Customer {
+                var id: Id = 0
+                @DeleteRule(.deny) var best: ToOne<Order> = nil
+                @DeleteRule(DeleteRule.nullify) var favorites: ToMany<Order> = nil
+                @DeleteRule(.cascade) @Backlink(\\Order.customer) var orders: ToMany<Order> = nil
+            }
+            """, expandsTo: """
+            final class Customer {
+                @exclusivity(unchecked)
+                var id: Id = 0
+                @Strata._StrataDescriptor("Customer", "", "best:field:0") @exclusivity(unchecked) var best: ToOne<Order> = nil
+                @Strata._StrataDescriptor("Customer", "", "favorites:field:1") @exclusivity(unchecked) var favorites: ToMany<Order> = nil
+               \u{20}
+                @Strata._StrataDescriptor("Customer", "", "orders:backlink:0") @exclusivity(unchecked) var orders: ToMany<Order> = nil
+            }
+
+            extension Customer: Strata.Entity {
+                static var _strataEntityName: String {
+                    "Customer"
+                }
+                static var _strataSchema: Strata.EntitySchema {
+                    Strata.EntitySchema(name: _strataEntityName, properties: [
+                        Strata.PropertySchema(name: "best", keyPath: \\Customer.best, deleteRule: .deny),
+                        Strata.PropertySchema(name: "favorites", keyPath: \\Customer.favorites, deleteRule: .nullify),
+                    ], backlinks: [
+                        Strata.BacklinkSchema(name: "orders", keyPath: \\Customer.orders, sourceProperty: "customer", deleteRule: .cascade),
+                    ])
+                }
+                func _strataEncode(to writer: inout Strata.ObjectWriter) {
+                    writer.write(self.best, field: 0)
+                }
+                static func _strataDecode(id: Strata.Id, from reader: inout Strata.ObjectReader) throws -> Customer {
+                    let object = Customer()
+                    object.id = id
+                    while let field = try reader.nextField() {
+                        switch field {
+                        case 0:
+                            try reader.read(object.best)
+                        default:
+                            break
+                        }
+                    }
+                    reader.attach(object.favorites, field: 1)
+                    reader.attach(object.orders, backlink: 0)
+                    return object
+                }
+                func _strataVisitRelations(_ visitor: inout Strata.RelationVisitor) throws {
+                    try visitor.visit(self.best, field: 0)
+                    try visitor.visit(self.favorites, field: 1)
+                    try visitor.visit(self.orders, backlink: 0)
+                }
+            }
+            """)
+    }
+
+    @Test func badDeleteRules() {
+        expect("@Entity\nstruct A {\n    var id: Id = 0\n    @DeleteRule(.cascade) var name = \"\"\n}",
+               expanded: "struct A {\n    var id: Id = 0\n    var name = \"\"\n}",
+               diagnoses: "@DeleteRule applies to a relation: a ToOne, a ToMany or a @Backlink", line: 4, column: 5)
+        expect("@Entity\nstruct A {\n    var id: Id = 0\n    @DeleteRule(rule) var b: ToOne<B> = nil\n}",
+               expanded: "struct A {\n    var id: Id = 0\n    var b: ToOne<B> = nil\n}",
+               diagnoses: "@DeleteRule takes one of .nullify, .cascade or .deny, written as a literal: @DeleteRule(.cascade)", line: 4, column: 5)
+        expect("@Entity\nstruct A {\n    var id: Id = 0\n    @DeleteRule(.destroy) var b: ToOne<B> = nil\n}",
+               expanded: "struct A {\n    var id: Id = 0\n    var b: ToOne<B> = nil\n}",
+               diagnoses: "@DeleteRule takes one of .nullify, .cascade or .deny, written as a literal: @DeleteRule(.cascade)", line: 4, column: 5)
     }
 
     @Test func badBacklinks() {

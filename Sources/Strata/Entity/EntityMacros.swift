@@ -116,6 +116,20 @@ public macro Unique() = #externalMacro(module: "StrataMacros", type: "PropertyMa
 public macro Backlink<Source, Relation>(_ relation: KeyPath<Source, Relation>) =
     #externalMacro(module: "StrataMacros", type: "PropertyMarkerMacro")
 
+/// Sets what removing an object does to the objects this relation reaches (a `ToOne`, a
+/// `ToMany` or a `@Backlink`): ``DeleteRule/nullify`` (the default), ``DeleteRule/cascade`` or
+/// ``DeleteRule/deny``. Rules are the types' declarations, not stored: they act in the code
+/// that declares them.
+///
+/// ```swift
+/// @Entity final class Teacher {
+///     var id: Id = 0
+///     @DeleteRule(.deny) @Backlink(\Student.teachers) var students: ToMany<Student> = nil
+/// }
+/// ```
+@attached(peer)
+public macro DeleteRule(_ rule: DeleteRule) = #externalMacro(module: "StrataMacros", type: "PropertyMarkerMacro")
+
 /// Declares the query descriptor of the property it is attached to. `@Entity` writes it; it is
 /// not meant to be written by hand.
 @attached(peer, names: overloaded)

@@ -35,6 +35,10 @@ public struct PropertySchema: Sendable, Equatable {
     /// For a composite index (`@Index(with: \Order.date)`): the other properties it orders by,
     /// after this one, by name. Empty for an index of this property alone.
     public var indexWith: [String]
+    /// For a relation, what removing its owner does to its targets (`@DeleteRule`).
+    public var deleteRule: DeleteRule = .nullify
+    /// For a relation, the target's type: removal follows it to the target's own rules.
+    var targetType: EntityTypeReference?
 
     public init(name: String, type: PropertyType, isOptional: Bool, renamedFrom: String? = nil, target: String? = nil,
                 index: PropertyIndex = .none, indexWith: [String] = []) {
@@ -50,14 +54,19 @@ public struct PropertySchema: Sendable, Equatable {
     /// The schema of a to-one relation (generated code calls this); a to-one can lead a
     /// composite index (its target's id, then the other properties).
     public init<Root, T: Entity>(name: String, keyPath: KeyPath<Root, ToOne<T>>, renamedFrom: String? = nil,
-                                 index: PropertyIndex = .none, indexWith: [String] = []) {
+                                 index: PropertyIndex = .none, indexWith: [String] = [], deleteRule: DeleteRule = .nullify) {
         self.init(name: name, type: .toOne, isOptional: true, renamedFrom: renamedFrom, target: T._strataEntityName,
                   index: index, indexWith: indexWith)
+        self.deleteRule = deleteRule
+        targetType = EntityTypeReference(T.self)
     }
 
     /// The schema of a standalone to-many relation.
-    public init<Root, T: Entity>(name: String, keyPath: KeyPath<Root, ToMany<T>>, renamedFrom: String? = nil) {
+    public init<Root, T: Entity>(name: String, keyPath: KeyPath<Root, ToMany<T>>, renamedFrom: String? = nil,
+                                 deleteRule: DeleteRule = .nullify) {
         self.init(name: name, type: .toMany, isOptional: false, renamedFrom: renamedFrom, target: T._strataEntityName)
+        self.deleteRule = deleteRule
+        targetType = EntityTypeReference(T.self)
     }
 
     /// The schema of a property of a storable type (generated code calls this).
@@ -137,11 +146,26 @@ public struct BacklinkSchema: Sendable, Equatable {
     public var source: String
     /// The relation's property name in `source`.
     public var sourceProperty: String
+    /// What removing this object does to the objects whose relation points at it (`@DeleteRule`).
+    public var deleteRule: DeleteRule
+    /// The source's type: removal follows it to the source's own rules.
+    var sourceType: EntityTypeReference
 
     /// The schema of a backlink (generated code calls this).
-    public init<Root, Source: Entity>(name: String, keyPath: KeyPath<Root, ToMany<Source>>, sourceProperty: String) {
+    public init<Root, Source: Entity>(name: String, keyPath: KeyPath<Root, ToMany<Source>>, sourceProperty: String,
+                                      deleteRule: DeleteRule = .nullify) {
         self.name = name
         source = Source._strataEntityName
         self.sourceProperty = sourceProperty
+        self.deleteRule = deleteRule
+        sourceType = EntityTypeReference(Source.self)
     }
+}
+
+/// An entity type a schema refers to (a relation's target, a backlink's source), compared by
+/// identity: schemas stay `Equatable`.
+struct EntityTypeReference: Sendable, Equatable {
+    let type: any Entity.Type
+    init(_ type: any Entity.Type) { self.type = type }
+    static func == (a: Self, b: Self) -> Bool { ObjectIdentifier(a.type) == ObjectIdentifier(b.type) }
 }

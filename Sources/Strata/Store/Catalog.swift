@@ -10,6 +10,8 @@ struct Catalog {
     var indexes: [UInt32: EntityIndexes] = [:]
     var boundNames: [String: ObjectIdentifier] = [:]
     var nextEntityId: UInt32 = 1
+    /// The delete rules of the bound types and of the types their relations reach.
+    var deleteRules = DeleteRuleTable()
 }
 
 /// Entity bindings and catalog lookups.
@@ -69,6 +71,7 @@ extension Store {
         c.indexes[record.entityId] = EntityIndexes(record)
         c.nextEntityId = max(c.nextEntityId, record.entityId + 1)
         c.boundNames[schema.name] = typeId
+        c.deleteRules.learn(T.self)
         return EntityBinding(schema: schema, entityId: record.entityId, propertyIds: ids, typeIdentifier: typeId,
                              isClass: T.self is AnyObject.Type, lastId: c.lastIds[record.entityId] ?? 0,
                              indexes: c.indexes[record.entityId])
@@ -101,6 +104,11 @@ extension Store {
     /// The built indexes of an entity, or nil when it has none.
     func indexes(entityId: UInt32) -> EntityIndexes? {
         catalog.withLock { $0.indexes[entityId] }
+    }
+
+    /// The delete rules the bound types declare (empty when every relation nullifies).
+    func deleteRules() -> DeleteRuleTable {
+        catalog.withLock { $0.deleteRules }
     }
 
     /// Every persisted entity record.

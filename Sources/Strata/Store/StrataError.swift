@@ -17,6 +17,10 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
     case objectNotFound(entity: String, id: Id)
     /// `PutMode.insert` of an object whose id is already stored.
     case objectExists(entity: String, id: Id)
+    /// A removal refused by a `.deny` delete rule: object `id` of `entity` still has `count`
+    /// related objects through `relation` ("Teacher.students") that the removal would not
+    /// remove. Nothing was written.
+    case deleteDenied(entity: String, id: Id, relation: String, count: Int)
     /// An encoded object is larger than the store takes.
     case objectTooLarge(entity: String, size: Int, limit: Int)
     /// A property kept its name but changed its type since the store last saw the entity. Give
@@ -69,6 +73,8 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .invalidId(entity): "id 0 given for \(entity): 0 means \"not stored\""
         case let .objectNotFound(entity, id): "\(entity) with id \(id) is not stored"
         case let .objectExists(entity, id): "\(entity) with id \(id) is already stored"
+        case let .deleteDenied(entity, id, relation, count):
+            "\(entity) with id \(id) cannot be removed: \(relation) still reaches \(count) object\(count == 1 ? "" : "s") (its delete rule is .deny)"
         case let .objectTooLarge(entity, size, limit): "\(entity) object of \(size) bytes is over the limit of \(limit)"
         case let .schemaMismatch(entity, property, stored, declared):
             "\(entity).\(property) is declared as \(declared) but stored as \(stored); rename the property to start it fresh"

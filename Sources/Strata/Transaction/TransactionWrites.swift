@@ -25,24 +25,33 @@ extension Transaction {
     }
 
     /// Removes the objects with `ids` that are stored; returns how many were. Edges that name
-    /// them go (``EdgeMaintenance/removeObject(entityName:id:)``). `listed`: the caller has just
-    /// read them from this transaction, so each is stored without asking again.
+    /// them go (``EdgeMaintenance/removeObject(entityName:id:)``), and so do the objects the
+    /// delete rules cascade to (``RemovalPlan``; a `.deny` rule refuses before anything is
+    /// written). `listed`: the caller has just read them from this transaction, so each is
+    /// stored without asking again.
     func remove(_ ids: some Sequence<Id>, binding b: EntityBinding, listed: Bool = false) throws(StrataError) -> Int {
         // Whether removing needs the relation rules: the entity has relations, or other
         // entities' relations point at it. Asked once for all the ids.
         let store = self.store
         let graph = b.hasRelations || !store.relations(targeting: b.name).isEmpty
             || store.record(named: b.name)?.properties.contains { !$0.isRemoved && $0.type.isRelation } == true
-        var n = 0
+        var stored: [Id] = []
         for id in ids {
             if !listed { guard try objectExists(ObjectKey(entityId: b.entityId, id: id)) else { continue } }
+            stored.append(id)
+        }
+        let rules = graph ? store.deleteRules() : DeleteRuleTable()
+        let plan = rules.isEmpty ? nil : try RemovalPlan(removing: stored, of: b.name, rules: rules, transaction: self)
+        // What the rules reach goes first, last found first: a removed object's sources are
+        // then gone already, rather than rewritten with a cleared reference and removed after.
+        for (entity, id) in (plan?.cascaded ?? []).reversed() { try edgeRules.removeObject(entityName: entity, id: id) }
+        for id in stored {
             if graph {
                 try edgeRules.removeObject(entityName: b.name, id: id)
             } else {
                 try edgeRules.removeUnrelated(ObjectKey(entityId: b.entityId, id: id), indexes: b.indexes)
             }
-            n += 1
         }
-        return n
+        return stored.count
     }
 }
