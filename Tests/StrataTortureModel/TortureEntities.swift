@@ -47,3 +47,22 @@ public final class TNode {
     public var parent: ToOne<TNode> = nil
     @Backlink(\TNode.parent) public var children: ToMany<TNode> = nil
 }
+
+// A customer whose orders go with her (a cascade): the crash tests of a removal that spans
+// thousands of objects in one transaction.
+
+@Entity
+public final class CascadeCustomer {
+    public var id: Id = 0
+    public var name = ""
+    @DeleteRule(.cascade) @Backlink(\CascadeOrder.customer) public var orders: ToMany<CascadeOrder> = nil
+    public init() {}
+}
+
+@Entity
+public final class CascadeOrder {
+    public var id: Id = 0
+    @Index public var amount: Int64 = 0
+    public var customer: ToOne<CascadeCustomer> = nil
+    public init() {}
+}

@@ -20,6 +20,8 @@ import Darwin
 ///                                   batches of 1 MiB, without flushing, and leave the store unclosed;
 ///                                   or open (replay) the store; print "baseline KIB peak KIB"
 ///   strata-torture graph DIR SEED   run the graph workload (the kill test's child), printing "ack N"
+///   strata-torture cascade DIR N    build a customer with N orders, then remove her (a cascade), printing
+///                                   "built", "removing", "removed" (the cascade kill test's child)
 ///   strata-torture kill-test DIR CYCLES [SEED]   run the kill test (RELIABILITY.md §1) and print figures
 func fail(_ message: String) -> Never {
     let line = "strata-torture: \(message)\n"
@@ -38,6 +40,14 @@ func emit(_ line: String) {
 if args[0] == "graph" {
     do {
         try KillTest.runChild(store: args[1], seed: UInt64(args.count > 2 ? args[2] : "") ?? 1)
+    } catch {
+        fail("\(error)")
+    }
+    exit(0)
+}
+if args[0] == "cascade" {
+    do {
+        try CascadeCrash.runChild(store: args[1], orders: Int(args.count > 2 ? args[2] : "") ?? 10_000)
     } catch {
         fail("\(error)")
     }
