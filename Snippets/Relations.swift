@@ -1,4 +1,5 @@
-// Relations: a to-one with its backlink, a to-many with its backlink, and what removal does.
+// Relations: a to-one with its backlink, a to-many with its backlink, what removal does, and a
+// delete rule.
 import Foundation
 import Strata
 
@@ -27,7 +28,7 @@ final class Student {
 final class Teacher {
     var id: Id = 0
     var name = ""
-    @Backlink(\Student.teachers) var students: ToMany<Student> = nil
+    @DeleteRule(.deny) @Backlink(\Student.teachers) var students: ToMany<Student> = nil   // no removal while taught
 }
 
 // snippet.hide
@@ -60,7 +61,15 @@ print(try store.box(for: Teacher.self).get(mr.id)!.students.map(\.name))   // ["
 // Removing the customer keeps its orders and clears their to-one: nothing dangles.
 try customers.remove(joe)
 print(try orders.get(order.id)!.customer.target == nil)                     // true
+
+// A delete rule: a teacher who still has students is not removed, and nothing is written.
+do {
+    try store.box(for: Teacher.self).remove(mr)
+} catch {
+    print(error)   // Teacher with id 1 cannot be removed: Teacher.students still reaches 1 object (its delete rule is .deny)
+}
 // snippet.hide
+guard try store.box(for: Teacher.self).count() == 1 else { fatalError("Relations: the deny rule did not hold") }
 guard try orders.get(order.id)!.customer.targetId == nil, try orders.count() == 1,
       try store.box(for: Teacher.self).get(mr.id)!.students.map(\.id) == [ann.id] else { fatalError("Relations: unexpected result") }
 store.close()
