@@ -85,8 +85,11 @@ public struct RelationVisitor {
         case .afterWrite, .attach:
             if case .afterWrite = phase, let t = transaction { relation.logAttachment(in: t) }
             attach(relation)
-            // Checked here: entering the generic `apply` costs runtime metadata lookups.
-            if case .afterWrite = phase, relation.hasChanges, let t = transaction { try relation.apply(in: t, store: store) }
+            // Checked here: entering the generic `apply` costs runtime metadata lookups. A loaded
+            // list without changes may still hold embedded elements edited in place.
+            if case .afterWrite = phase, relation.hasChanges || relation.mayHoldEditedElements, let t = transaction {
+                try relation.apply(in: t, store: store)
+            }
         }
     }
 

@@ -222,6 +222,29 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
         t.logUndo(.restore(savedState()))
     }
 
+    /// A loaded standalone to-many whose elements may have been edited in place: if they are
+    /// embedded, the owner's put (or ``applyToDb()``) writes those that changed, as it writes an
+    /// embedded to-one target.
+    var mayHoldEditedElements: Bool {
+        guard isLoaded, !items.isEmpty, case .standalone = role else { return false }
+        return true
+    }
+
+    /// Puts each element that was stored in the list (`stored`) and whose encoding now differs
+    /// from the stored bytes: an embedded object edited through its parent. Unchanged ones are
+    /// not rewritten (no write, no change notification).
+    private func writeEditedElements(in t: Transaction, element: EntityBinding, stored: [Id]) throws(StrataError) {
+        let listed = Set(stored)
+        var encoded: [UInt8] = []
+        for i in items.indices where items[i].id != 0 && listed.contains(items[i].id) {
+            encoded.removeAll(keepingCapacity: true)
+            try element.encode(items[i], into: &encoded)
+            if try t.objectBytes(ObjectKey(entityId: element.entityId, id: items[i].id)) != encoded {
+                try t.put(&items[i], binding: element)
+            }
+        }
+    }
+
     /// The ids the relation should hold: `mine` (the elements, new ones put) applied to
     /// `current` (what the store holds now) as changes against `baseline` (what it was read
     /// as; nil: never read, so `mine` replaces `current`). Returns the ids in order and those
@@ -239,7 +262,13 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     /// Writes pending changes inside `t`: new elements are put, then the edges follow
     /// (``EdgeMaintenance``).
     func apply(in t: Transaction, store: Store) throws(StrataError) {
-        guard hasChanges else { return }
+        guard hasChanges else {
+            // The list is as stored; embedded elements edited in place are still written.
+            guard mayHoldEditedElements else { return }
+            let element = try store.binding(for: Element.self).get()
+            if element.isEmbedded { try writeEditedElements(in: t, element: element, stored: try storedIds(store: store, in: t) ?? []) }
+            return
+        }
         t.logUndo(.restore(savedState()))
         let element = try store.binding(for: Element.self).get()
         let rules = t.edgeRules
@@ -260,6 +289,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
             }
             try rules.setToManyList(entityId: entityId, propertyId: propertyId, owner: ownerId, from: current, to: result,
                                     embeddedTarget: element.isEmbedded ? Element._strataEntityName : nil)
+            if element.isEmbedded { try writeEditedElements(in: t, element: element, stored: current) }
         case let .backlink(owner, index):
             let schema = owner.backlinks[index]
             let (kind, entityId, propertyId) = try schema.storedRelation(in: store)
