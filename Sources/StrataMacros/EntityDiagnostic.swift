@@ -39,8 +39,8 @@ enum EntityDiagnostic: DiagnosticMessage {
             "@Entity type '\(name)' cannot be generic: the store needs one schema per entity"
         case let .missingId(name):
             "@Entity type '\(name)' needs an id property: add 'var id: Id = 0'"
-        case .idWrongType:
-            "the id property must be declared as 'var id: Id = 0' (Id is UInt64)"
+        case let .idWrongType(typeName):
+            "the id property must be declared as 'var id: Id = 0' (Id is UInt64) or 'var id: EntityId<\(typeName)> = 0'"
         case .idIsLet:
             "the id property must be a 'var': put assigns it"
         case let .letProperty(name):

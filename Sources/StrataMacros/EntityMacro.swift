@@ -103,6 +103,14 @@ public struct EntityMacro: MemberMacro, ExtensionMacro, MemberAttributeMacro {
             \(m.accessPrefix)static var _strataEntityName: String {
                 \(literal(m.entityName))
             }
+            \(m.accessPrefix)var _strataId: Strata.Id {
+                get {
+                    \(m.idIsTyped ? "id.rawValue" : "id")
+                }
+                set {
+                    id = \(m.idIsTyped ? "Strata.EntityId(newValue)" : "newValue")
+                }
+            }
             \(m.accessPrefix)static var _strataSchema: Strata.EntitySchema {
                 Strata.EntitySchema(name: _strataEntityName\(m.isEmbedded ? ", isEmbedded: true" : ""), properties: [
             \(properties.joined(separator: "\n"))
@@ -153,7 +161,7 @@ public struct EntityMacro: MemberMacro, ExtensionMacro, MemberAttributeMacro {
         return """
             \(m.accessPrefix)static func _strataDecode(id: Strata.Id, from reader: inout Strata.ObjectReader) throws -> \(m.typeName) {
                 \(binding) object = \(m.typeName)()
-                object.id = id
+                object._strataId = id
             \(loop)
             \(attach.map { $0 + "\n" }.joined())    return object
             }

@@ -40,6 +40,8 @@ struct EntityModel {
     var accessPrefix: String
     /// Stored properties in declaration order, without `id`.
     var properties: [StoredProperty]
+    /// `id` is an `EntityId<…>` (else an `Id`).
+    var idIsTyped = false
     /// The type declares initializers but none callable without arguments: the macro adds `init()`.
     var needsNoArgumentInit: Bool
 
@@ -118,6 +120,7 @@ struct EntityModel {
 
         var properties: [StoredProperty] = []
         var sawId = false
+        var idIsTyped = false
         for member in declaration.memberBlock.members {
             guard let variable = member.decl.as(VariableDeclSyntax.self) else { continue }
             if variable.modifiers.contains(where: { [.keyword(.static), .keyword(.class)].contains($0.name.tokenKind) }) {
@@ -212,9 +215,15 @@ struct EntityModel {
                 if name == "id" {
                     sawId = true
                     if isLet { diagnostics.append(Diagnostic(node: variable.bindingSpecifier, message: EntityDiagnostic.idIsLet)) }
-                    let typeText = type?.trimmedDescription
-                    if !["Id", "UInt64", "Strata.Id", "Swift.UInt64"].contains(typeText ?? "") {
-                        diagnostics.append(Diagnostic(node: binding.pattern, message: EntityDiagnostic.idWrongType(typeText ?? "")))
+                    let typeText = (type?.trimmedDescription ?? "").filter { !$0.isWhitespace }
+                    // `EntityId<Self>` in a struct; a class names itself (no `Self` in a class's
+                    // stored property).
+                    let own = kind == .structure ? ["Self", typeName] : [typeName]
+                    let typed = own.flatMap { ["EntityId<\($0)>", "Strata.EntityId<\($0)>"] }
+                    if typed.contains(typeText) {
+                        idIsTyped = true
+                    } else if !["Id", "UInt64", "Strata.Id", "Swift.UInt64"].contains(typeText) {
+                        diagnostics.append(Diagnostic(node: binding.pattern, message: EntityDiagnostic.idWrongType(typeName)))
                     }
                     continue
                 }
@@ -287,7 +296,7 @@ struct EntityModel {
         }
         guard diagnostics.isEmpty else { return nil }
         return EntityModel(typeName: typeName, entityName: entityName, isEmbedded: isEmbedded, kind: kind,
-                           accessPrefix: accessPrefix, properties: properties,
+                           accessPrefix: accessPrefix, properties: properties, idIsTyped: idIsTyped,
                            needsNoArgumentInit: hasDesignatedInit && !hasNoArgumentInit)
     }
 

@@ -56,6 +56,14 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                 static var _strataEntityName: String {
                     "Customer"
                 }
+                var _strataId: Strata.Id {
+                    get {
+                        id
+                    }
+                    set {
+                        id = newValue
+                    }
+                }
                 static var _strataSchema: Strata.EntitySchema {
                     Strata.EntitySchema(name: _strataEntityName, properties: [
                         Strata.PropertySchema(name: "name", keyPath: \\Customer.name),
@@ -68,7 +76,7 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                 }
                 static func _strataDecode(id: Strata.Id, from reader: inout Strata.ObjectReader) throws -> Customer {
                     let object = Customer()
-                    object.id = id
+                    object._strataId = id
                     while let field = try reader.nextField() {
                         switch field {
                         case 0:
@@ -110,6 +118,14 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                 public static var _strataEntityName: String {
                     "Memo"
                 }
+                public var _strataId: Strata.Id {
+                    get {
+                        id
+                    }
+                    set {
+                        id = newValue
+                    }
+                }
                 public static var _strataSchema: Strata.EntitySchema {
                     Strata.EntitySchema(name: _strataEntityName, properties: [
                         Strata.PropertySchema(name: "text", keyPath: \\Note.text),
@@ -120,7 +136,7 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                 }
                 public static func _strataDecode(id: Strata.Id, from reader: inout Strata.ObjectReader) throws -> Note {
                     var object = Note()
-                    object.id = id
+                    object._strataId = id
                     while let field = try reader.nextField() {
                         switch field {
                         case 0:
@@ -163,6 +179,14 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                 static var _strataEntityName: String {
                     "Tag"
                 }
+                var _strataId: Strata.Id {
+                    get {
+                        id
+                    }
+                    set {
+                        id = newValue
+                    }
+                }
                 static var _strataSchema: Strata.EntitySchema {
                     Strata.EntitySchema(name: _strataEntityName, properties: [
                         Strata.PropertySchema(name: "label", keyPath: \\Tag.label),
@@ -173,7 +197,7 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                 }
                 static func _strataDecode(id: Strata.Id, from reader: inout Strata.ObjectReader) throws -> Tag {
                     let object = Tag()
-                    object.id = id
+                    object._strataId = id
                     while let field = try reader.nextField() {
                         switch field {
                         case 0:
@@ -197,7 +221,51 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
 
     @Test func idOfTheWrongType() {
         expect("@Entity\nstruct A {\n    var id = 0\n}",
-               diagnoses: "the id property must be declared as 'var id: Id = 0' (Id is UInt64)", line: 3, column: 9)
+               diagnoses: "the id property must be declared as 'var id: Id = 0' (Id is UInt64) or 'var id: EntityId<A> = 0'", line: 3, column: 9)
+    }
+
+    /// A typed id: the store's id is its raw value; a class names itself (no `Self` in a class's
+    /// stored property).
+    @Test func typedIds() {
+        expect("@Entity\nstruct A {\n    var id: EntityId<Self> = 0\n}", expandsTo: """
+            struct A {
+                var id: EntityId<Self> = 0
+            }
+
+            extension A: Strata.Entity {
+                static var _strataEntityName: String {
+                    "A"
+                }
+                var _strataId: Strata.Id {
+                    get {
+                        id.rawValue
+                    }
+                    set {
+                        id = Strata.EntityId(newValue)
+                    }
+                }
+                static var _strataSchema: Strata.EntitySchema {
+                    Strata.EntitySchema(name: _strataEntityName, properties: [
+
+                    ])
+                }
+                func _strataEncode(to writer: inout Strata.ObjectWriter) {
+
+                }
+                static func _strataDecode(id: Strata.Id, from reader: inout Strata.ObjectReader) throws -> A {
+                    var object = A()
+                    object._strataId = id
+                    while try reader.nextField() != nil {
+                    }
+                    return object
+                }
+                func _strataVisitRelations(_ visitor: inout Strata.RelationVisitor) throws {
+                }
+            }
+            """)
+        expect("@Entity\nfinal class B {\n    var id: EntityId<Self> = 0\n}",
+               expanded: "final class B {\n    var id: EntityId<Self> = 0\n}",
+               diagnoses: "the id property must be declared as 'var id: Id = 0' (Id is UInt64) or 'var id: EntityId<B> = 0'", line: 3, column: 9)
     }
 
     @Test func letIdAndLetProperty() {
@@ -293,6 +361,14 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                 static var _strataEntityName: String {
                     "Customer"
                 }
+                var _strataId: Strata.Id {
+                    get {
+                        id
+                    }
+                    set {
+                        id = newValue
+                    }
+                }
                 static var _strataSchema: Strata.EntitySchema {
                     Strata.EntitySchema(name: _strataEntityName, properties: [
                         Strata.PropertySchema(name: "best", keyPath: \\Customer.best),
@@ -306,7 +382,7 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                 }
                 static func _strataDecode(id: Strata.Id, from reader: inout Strata.ObjectReader) throws -> Customer {
                     let object = Customer()
-                    object.id = id
+                    object._strataId = id
                     while let field = try reader.nextField() {
                         switch field {
                         case 0:
@@ -352,6 +428,14 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                 static var _strataEntityName: String {
                     "Customer"
                 }
+                var _strataId: Strata.Id {
+                    get {
+                        id
+                    }
+                    set {
+                        id = newValue
+                    }
+                }
                 static var _strataSchema: Strata.EntitySchema {
                     Strata.EntitySchema(name: _strataEntityName, properties: [
                         Strata.PropertySchema(name: "best", keyPath: \\Customer.best, deleteRule: .deny),
@@ -365,7 +449,7 @@ private func expect(_ source: String, expanded: String? = nil, diagnoses message
                 }
                 static func _strataDecode(id: Strata.Id, from reader: inout Strata.ObjectReader) throws -> Customer {
                     let object = Customer()
-                    object.id = id
+                    object._strataId = id
                     while let field = try reader.nextField() {
                         switch field {
                         case 0:

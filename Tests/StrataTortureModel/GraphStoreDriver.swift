@@ -146,7 +146,7 @@ public enum GraphStoreDriver {
                 throw DriverError.rollback
             }
         } catch DriverError.rollback {}
-        guard news.allSatisfy({ $0.id == 0 }) else { throw DriverError.idsKeptAfterRollback }
+        guard news.allSatisfy({ $0._strataId == 0 }) else { throw DriverError.idsKeptAfterRollback }
         try box.put(object)
     }
 

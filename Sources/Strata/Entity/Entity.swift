@@ -14,9 +14,13 @@ public typealias Id = UInt64
 ///     @Transient var scratch = 0   // not stored
 /// }
 /// ```
+///
+/// `id` may also be an ``EntityId`` (`var id: EntityId<Customer> = 0`), so that ids of other
+/// entities do not compile where this one's are meant.
 public protocol Entity: SendableMetatype {
-    /// The object's id; 0 until it is first put.
-    var id: Id { get set }
+    /// The object's id as the store keeps it (generated over the type's `id`, an ``Id`` or an
+    /// ``EntityId``); 0 until it is first put.
+    var _strataId: Id { get set }
     /// The name the store knows the entity by (generated).
     static var _strataEntityName: String { get }
     /// The entity's name and stored properties in declaration order (generated).

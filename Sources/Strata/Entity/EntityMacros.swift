@@ -30,7 +30,7 @@
 @attached(member, names: named(init))
 @attached(memberAttribute)
 @attached(extension, conformances: Entity, names: named(_strataSchema), named(_strataEncode), named(_strataDecode),
-          named(_strataVisitRelations), named(_strataEntityName))
+          named(_strataVisitRelations), named(_strataEntityName), named(_strataId))
 public macro Entity(name: String? = nil, embedded: Bool = false) = #externalMacro(module: "StrataMacros", type: "EntityMacro")
 
 /// Keeps a property out of the store: it is neither written nor read, and holds whatever

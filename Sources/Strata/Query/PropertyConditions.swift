@@ -124,11 +124,11 @@ extension Property {
     }
     /// For a `ToOne`: matches objects whose target is `object` (compared by id).
     public static func == <T: Entity>(p: Property, object: T) -> QueryCondition<Owner> where Value == ToOne<T> {
-        p == object.id
+        p == object._strataId
     }
     /// For a `ToOne`: matches objects whose target is not `object`.
     public static func != <T: Entity>(p: Property, object: T) -> QueryCondition<Owner> where Value == ToOne<T> {
-        p != object.id
+        p != object._strataId
     }
 }
 

@@ -40,7 +40,7 @@ extension Box {
             let loaded = try elements.get(Set(idsPerOwner.compactMap { $0 }.joined()).sorted())
             var byId: [Id: Element] = [:]
             byId.reserveCapacity(loaded.count)
-            for e in loaded { byId[e.id] = e }
+            for e in loaded { byId[e._strataId] = e }
             for (object, ids) in zip(objects, idsPerOwner) {
                 if let ids { object[keyPath: relation].prefetched(ids.compactMap { byId[$0] }) }
             }
@@ -80,7 +80,7 @@ extension ToOne {
                 slot[i] = 0
             }
             let loaded = try box.get(distinct)
-            for (k, t) in loaded.enumerated() where t.id >= low && t.id <= high { slot[Int(t.id - low)] = k + 1 }
+            for (k, t) in loaded.enumerated() where t._strataId >= low && t._strataId <= high { slot[Int(t._strataId - low)] = k + 1 }
             for r in relations where !r.isAssigned {
                 let k = r.targetId.map { slot[Int($0 - low)] } ?? 0
                 r.prefetched(k > 0 ? loaded[k - 1] : nil, store: store)
@@ -96,7 +96,7 @@ extension ToOne {
         ids.removeLast(ids.count - distinct)
         // In the order of `ids`, those that are stored.
         let loaded = try box.get(ids)
-        let loadedIds = loaded.map { $0.id }
+        let loadedIds = loaded.map { $0._strataId }
         for r in relations where !r.isAssigned {
             var target: Target?
             if let id = r.targetId {

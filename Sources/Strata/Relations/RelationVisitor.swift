@@ -26,7 +26,7 @@ public struct RelationVisitor {
         case .beforeWrite:
             guard let t = transaction else { return }
             let target = try store.binding(for: T.self).get()
-            if var assigned = relation.assignedTarget, assigned.id == 0 {
+            if var assigned = relation.assignedTarget, assigned._strataId == 0 {
                 try t.put(&assigned, binding: target)
                 // A class target got its id in place; a struct target's copy carries it.
                 if !(T.self is AnyObject.Type) { relation.replaceAssignedTarget(assigned, in: t) }
@@ -96,7 +96,7 @@ public struct RelationVisitor {
     /// Sets the to-one at `field` of `object` to `target`.
     static func assignToOne<T: Entity>(of object: inout T, field: Int, to target: Id?, store: Store) throws(StrataError) {
         var visitor = RelationVisitor(phase: .assignToOne(field: field, target: target), store: store, transaction: nil,
-                                      binding: try store.binding(for: T.self).get(), ownerId: object.id)
+                                      binding: try store.binding(for: T.self).get(), ownerId: object._strataId)
         do { try object._strataVisitRelations(&visitor) } catch { throw StrataError(error) }
     }
 }

@@ -122,7 +122,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
         if loadFailure != nil { loadFailure = nil }
         // Every id found (the usual case): the ids are the baseline, in order, without reading
         // each element's id back through its conformance.
-        baseline = items.count == loaded.ids.count ? loaded.ids : items.map { $0.id }
+        baseline = items.count == loaded.ids.count ? loaded.ids : items.map { $0._strataId }
         baselineKnown = true
         isLoaded = true
         hasChanges = false
@@ -236,10 +236,10 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     private func writeEditedElements(in t: Transaction, element: EntityBinding, stored: [Id]) throws(StrataError) {
         let listed = Set(stored)
         var encoded: [UInt8] = []
-        for i in items.indices where items[i].id != 0 && listed.contains(items[i].id) {
+        for i in items.indices where items[i]._strataId != 0 && listed.contains(items[i]._strataId) {
             encoded.removeAll(keepingCapacity: true)
             try element.encode(items[i], into: &encoded)
-            if try t.objectBytes(ObjectKey(entityId: element.entityId, id: items[i].id)) != encoded {
+            if try t.objectBytes(ObjectKey(entityId: element.entityId, id: items[i]._strataId)) != encoded {
                 try t.put(&items[i], binding: element)
             }
         }
@@ -281,8 +281,8 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
         case .unattached:
             return
         case let .standalone(entityId, propertyId):
-            for i in items.indices where items[i].id == 0 { try t.put(&items[i], binding: element) }
-            (result, extra) = Self.reconcile(mine: items.map { $0.id }, baseline: known, current: current)
+            for i in items.indices where items[i]._strataId == 0 { try t.put(&items[i], binding: element) }
+            (result, extra) = Self.reconcile(mine: items.map { $0._strataId }, baseline: known, current: current)
             for id in Set(result).subtracting(current) {
                 try rules.checkNewTarget(entity: Element._strataEntityName, entityId: element.entityId, id: id,
                                          isEmbedded: element.isEmbedded, owner: (entityId, ownerId))
@@ -302,15 +302,15 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
             // Changes are judged against what the relation was read as (what the store holds,
             // for one never read); only sources still in the relation are taken out of it.
             let base = known.map(Set.init) ?? then
-            let removed = base.subtracting(items.map { $0.id }).intersection(then)
+            let removed = base.subtracting(items.map { $0._strataId }).intersection(then)
             var added = Set<Id>()
             if kind == .toOneBacklink {
                 // Rewrite the ToOne of every object added or removed, and put it (a stale element
                 // removed from the store meanwhile fails its put: it is not brought back).
-                for i in items.indices where items[i].id == 0 || !base.contains(items[i].id) {
+                for i in items.indices where items[i]._strataId == 0 || !base.contains(items[i]._strataId) {
                     try RelationVisitor.assignToOne(of: &items[i], field: field, to: ownerId, store: store)
                     try t.put(&items[i], binding: element)
-                    added.insert(items[i].id)
+                    added.insert(items[i]._strataId)
                 }
                 for id in removed.sorted() {
                     guard var source = try Self.decoded(t.object(Element.self, id, binding: element)) else { continue }
@@ -319,12 +319,12 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
                 }
             } else {
                 // Edit the sources' own to-many lists.
-                for i in items.indices where items[i].id == 0 { try t.put(&items[i], binding: element) }
-                for item in items where !base.contains(item.id) && !then.contains(item.id) {
-                    guard try t.isStoredOrBeingPut(ObjectKey(entityId: element.entityId, id: item.id)) else {
-                        throw .objectNotFound(entity: Element._strataEntityName, id: item.id)
+                for i in items.indices where items[i]._strataId == 0 { try t.put(&items[i], binding: element) }
+                for item in items where !base.contains(item._strataId) && !then.contains(item._strataId) {
+                    guard try t.isStoredOrBeingPut(ObjectKey(entityId: element.entityId, id: item._strataId)) else {
+                        throw .objectNotFound(entity: Element._strataEntityName, id: item._strataId)
                     }
-                    added.insert(item.id)
+                    added.insert(item._strataId)
                 }
                 for source in added.sorted() {
                     try rules.addToList(entityId: entityId, propertyId: propertyId, source: source, target: ownerId)
@@ -334,7 +334,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
                 }
             }
             let kept = then.subtracting(removed).union(added)
-            result = items.map { $0.id }.filter { kept.contains($0) }
+            result = items.map { $0._strataId }.filter { kept.contains($0) }
             let mine = Set(result)
             extra = current.filter { !base.contains($0) && kept.contains($0) && !mine.contains($0) }
             result += extra
@@ -342,9 +342,9 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
         // The elements follow the ids: those that left the relation meanwhile go, those others
         // added come in.
         let resultSet = Set(result)
-        if items.contains(where: { !resultSet.contains($0.id) }) { items.removeAll { !resultSet.contains($0.id) } }
+        if items.contains(where: { !resultSet.contains($0._strataId) }) { items.removeAll { !resultSet.contains($0._strataId) } }
         if !extra.isEmpty { items += try Self.decoded(t.objects(Element.self, extra, binding: element)) }
-        baseline = items.map { $0.id }
+        baseline = items.map { $0._strataId }
         baselineKnown = true
         hasChanges = false
         isLoaded = true
@@ -364,7 +364,7 @@ public final class ToMany<Element: Entity>: RandomAccessCollection, RangeReplace
     /// Called by a prefetch: the elements are known without a read.
     func prefetched(_ elements: [Element]) {
         items = elements
-        baseline = elements.map { $0.id }
+        baseline = elements.map { $0._strataId }
         baselineKnown = true
         isLoaded = true
         hasChanges = false

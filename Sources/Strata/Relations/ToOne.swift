@@ -73,7 +73,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     /// A relation to `target` (which may be new: putting the source puts it too).
     public init(target: Target?) {
         cached = target
-        storedTargetId = target?.id ?? 0
+        storedTargetId = target?._strataId ?? 0
         isAssigned = target != nil
     }
 
@@ -97,7 +97,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     /// assigned target that is not stored yet has no id until the source is put.
     public var targetId: Id? {
         @inlinable get {
-            let id = isResolved ? (cached?.id ?? 0) : storedTargetId
+            let id = isResolved ? (cached?._strataId ?? 0) : storedTargetId
             return id == 0 ? nil : id
         }
         set {
@@ -120,7 +120,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
         }
         set {
             cached = newValue
-            storedTargetId = newValue?.id ?? 0
+            storedTargetId = newValue?._strataId ?? 0
             isResolved = true
             isAssigned = true
         }
@@ -149,7 +149,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
 
     /// Drops the cached target: the next access reads the store again.
     public func reset() {
-        if isResolved, let id = cached?.id, id != 0 { storedTargetId = id }
+        if isResolved, let id = cached?._strataId, id != 0 { storedTargetId = id }
         if storedTargetId != 0 {
             cachedStorage = nil
             isResolved = false
@@ -177,7 +177,7 @@ public final class ToOne<Target: Entity>: ExpressibleByNilLiteral {
     @inlinable
     func prefetched(_ target: Target?, store: Store) {
         cached = target
-        storedTargetId = target?.id ?? 0
+        storedTargetId = target?._strataId ?? 0
         isResolved = true
         // Usually already this store: an assignment would retain it and release it again.
         if self.store !== store { self.store = store }

@@ -130,7 +130,7 @@ public struct Box<T: Entity>: Sendable {
     /// Removes the stored object with `object`'s id; returns whether it was stored.
     @discardableResult
     public func remove(_ object: T) throws(StrataError) -> Bool {
-        try remove(object.id)
+        try remove(object._strataId)
     }
 
     /// Removes the objects with these ids in one transaction; returns how many were stored.

@@ -71,7 +71,7 @@ final class EntityBinding: @unchecked Sendable {
             swap(&buffer, &writer.bytes)
             return writer.failure
         }
-        if let failure { throw .invalidValue(entity: name, id: object.id, property: "", reason: failure) }
+        if let failure { throw .invalidValue(entity: name, id: object._strataId, property: "", reason: failure) }
     }
 
     /// Decodes stored bytes; decoding failures name the entity and id.

@@ -23,7 +23,7 @@ struct PutOperation<T: Entity> {
 
     func run(_ object: inout T, mode: PutMode) throws(StrataError) -> Id {
         let b = binding, t = transaction
-        var id = object.id
+        var id = object._strataId
         let assigned = id == 0
         var old = OldState()
         if assigned {
@@ -34,7 +34,7 @@ struct PutOperation<T: Entity> {
             b.lastId = id
             // The id is given before relations are visited, so that a cycle of new objects sees
             // it and does not put this object again. A rollback takes it back.
-            object.id = id
+            object._strataId = id
             if b.isClass { t.logUndo(.assignedId(object)) }
         } else {
             old = try readOldState(id)
@@ -54,7 +54,7 @@ struct PutOperation<T: Entity> {
             return try write(&object, id: id, old: old)
         } catch {
             // A struct's id is the caller's copy: no undo log reaches it.
-            if assigned && !b.isClass { object.id = 0 }
+            if assigned && !b.isClass { object._strataId = 0 }
             throw error
         }
     }

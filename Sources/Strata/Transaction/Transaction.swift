@@ -184,7 +184,7 @@ final class Transaction {
             switch undoLog.removeLast() {
             case let .assignedId(object):
                 var entity = object
-                entity.id = 0
+                entity._strataId = 0
             case let .relation(relation):
                 relation.undoPut()
             case let .restore(action):
