@@ -41,6 +41,9 @@ enum MetaKey: UInt8 {
     case lastId = 3
     /// `[0x04] + entity id (u32 BE)` → how many objects of the entity are stored, u64 LE.
     case count = 4
+    /// `[0x05]` → the version of the last migration step the store ran (``MigrationStep``),
+    /// u64 LE; absent: 0.
+    case schemaVersion = 5
 
     func key(entity: UInt32? = nil) -> [UInt8] {
         var k: [UInt8] = [rawValue]

@@ -44,7 +44,7 @@ enum FormatUpgrade {
             case .lastId:
                 guard value.count == 8 else { throw StrataError.corruptCatalog(reason: "id counter of entity \(entityId)") }
                 catalog.lastIds[entityId] = value.withUnsafeBytes { Id(littleEndian: $0.loadUnaligned(as: Id.self)) }
-            case .format, .count:
+            case .format, .count, .schemaVersion:
                 continue
             }
         }

@@ -122,6 +122,12 @@ public final class Store: @unchecked Sendable {
         durability = options.durability
         isReadOnly = options.readOnly
         latest.bindLatest(to: self)
+        do {
+            try migrate(options.migrations, progress: options.migrationProgress)
+        } catch {
+            close()
+            throw error
+        }
     }
 
     deinit {

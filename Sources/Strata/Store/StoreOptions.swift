@@ -77,6 +77,12 @@ public struct StoreOptions: Sendable {
     /// options.indexProgress = { p in print("\(p.entity).\(p.property): \(p.done)/\(p.total)") }
     /// ```
     public var indexProgress: (@Sendable (IndexProgress) -> Void)?
+    /// The migration plan: steps that the store runs once each, in version order, at open,
+    /// before any type binds (``MigrationStep``). Empty: the store's schema only evolves (new
+    /// properties, removed ones, renames).
+    public var migrations: [MigrationStep] = []
+    /// Called as each migration step starts and finishes, on the opening thread.
+    public var migrationProgress: (@Sendable (MigrationProgress) -> Void)?
 
     public init() {}
 }

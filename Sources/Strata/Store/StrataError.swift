@@ -17,6 +17,12 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
     case objectNotFound(entity: String, id: Id)
     /// `PutMode.insert` of an object whose id is already stored.
     case objectExists(entity: String, id: Id)
+    /// A migration step (``MigrationStep``) failed: the store stays at the version before it,
+    /// and nothing of the step was written.
+    case migrationFailed(version: Int, name: String, reason: String)
+    /// The store ran migration steps up to `stored`, past this code's last step `latest`: a
+    /// newer version of the app migrated it.
+    case schemaVersionTooNew(stored: Int, latest: Int)
     /// A removal refused by a `.deny` delete rule: object `id` of `entity` still has `count`
     /// related objects through `relation` ("Teacher.students") that the removal would not
     /// remove. Nothing was written.
@@ -73,6 +79,10 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .invalidId(entity): "id 0 given for \(entity): 0 means \"not stored\""
         case let .objectNotFound(entity, id): "\(entity) with id \(id) is not stored"
         case let .objectExists(entity, id): "\(entity) with id \(id) is already stored"
+        case let .migrationFailed(version, name, reason):
+            "migration step \(version)\(name.isEmpty ? "" : " (\(name))") failed, the store stays at the version before it: \(reason)"
+        case let .schemaVersionTooNew(stored, latest):
+            "the store was migrated to version \(stored) by a newer version of the app; this one knows versions up to \(latest)"
         case let .deleteDenied(entity, id, relation, count):
             "\(entity) with id \(id) cannot be removed: \(relation) still reaches \(count) object\(count == 1 ? "" : "s") (its delete rule is .deny)"
         case let .objectTooLarge(entity, size, limit): "\(entity) object of \(size) bytes is over the limit of \(limit)"

@@ -89,6 +89,9 @@ final class Transaction {
     /// transaction, so nothing of it (object, edges) is in the engine. Not undone by a rollback:
     /// ids are never reused, and a counter ahead of the stored objects is harmless.
     private var advancedCounters: [UInt32: (binding: EntityBinding, lastIdBefore: Id)] = [:]
+    /// Records of the meta key space committed with the transaction's writes: a migration
+    /// step's changed entity records and its version (``Migration``).
+    var metaWrites: [(key: [UInt8], value: [UInt8])] = []
     /// The entity whose counter moved last: a bulk put advances one entity's, object after object.
     private var lastAdvanced: EntityBinding?
     /// Objects found in the engine by an existence check. The engine does not change while a
@@ -203,8 +206,9 @@ final class Transaction {
     /// Writes everything in one atomic batch, with the object counts and id counters that moved.
     /// Returns what changed (empty when nothing did).
     func commit(durability: Durability) throws -> ChangeSet {
-        guard let overlay, !overlay.isEmpty || !advancedCounters.isEmpty else { return ChangeSet() }
+        guard let overlay, !overlay.isEmpty || !advancedCounters.isEmpty || !metaWrites.isEmpty else { return ChangeSet() }
         var batch = WriteBatch()
+        for (key, value) in metaWrites { batch.put(key, value, in: meta) }
         overlay.encode(into: &batch, objects: objects, edges: edges, indexes: indexSpace)
         // Writers are serialised, so the latest count plus this transaction's delta is exact.
         for (entityId, delta) in overlay.countDeltas.entries where delta != 0 {
