@@ -2,6 +2,7 @@ import Foundation
 import Strata
 import StrataTesting
 import StrataTestSupport
+import StrataTortureModel
 import Synchronization
 import Testing
 
@@ -150,6 +151,16 @@ enum AccountTier: String { case gold, silver, basic }
             guard case let .migrationFailed(1, _, reason)? = error as? StrataError else { return false }
             return reason.contains("is not an integer")
         }
+    }
+
+    @Test func killsDuringAStepLeaveAllOrNothing() throws {
+        let binary = try #require(builtExecutable(named: "strata-torture"), "strata-torture was not built next to the tests")
+        let dir = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
+        let report = try MigrationCrash.killTest(cycles: 8, directory: dir.path, accounts: 100_000, seed: 551, binary: binary)
+        print("migration kill test: \(report.cycles) kills, \(report.killsDuringStep) during the step, \(report.migrated) after it, \(report.untouched) before it, \(report.failures.count) failures")
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.killsDuringStep >= 2, "kills that landed inside the step: \(report.killsDuringStep)")
     }
 
     /// A power cut in the middle of a step over 100,000 objects: the store opens at the version

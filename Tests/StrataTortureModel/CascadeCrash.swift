@@ -1,27 +1,21 @@
 import Foundation
 import Strata
 import StrataTestSupport
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A removal that cascades over thousands of objects, cut short (issue 55): the child builds a
 /// customer with `orders` orders (committed), then removes her, which removes every order in
 /// the same transaction; the parent kills it at a random moment of that removal. After each
 /// cut the store must hold all of it or none of it, and verify clean.
 public enum CascadeCrash {
-    /// The child: builds the customer and her orders if the store has none, prints "built",
-    /// then "removing", removes her, prints "removed".
+    /// The child: builds the customer and her orders if the store has none, prints "working",
+    /// removes her, prints "done".
     public static func runChild(store path: String, orders: Int, options: StoreOptions = StoreOptions()) throws {
         let store = try Store(directoryPath: path, options: options)
         try build(store, orders: orders)
-        emit("built")
         let customer = try store.box(for: CascadeCustomer.self).all().first!
-        emit("removing")
+        CrashChild.emit("working")
         try store.box(for: CascadeCustomer.self).remove(customer)
-        emit("removed")
+        CrashChild.emit("done")
         store.close()
     }
 
@@ -60,7 +54,7 @@ public enum CascadeCrash {
 
     public struct CheckFailure: Error, CustomStringConvertible {
         public var description: String
-        init(_ description: String) { self.description = description }
+        public init(_ description: String) { self.description = description }
     }
 
     public struct Report: Sendable {
@@ -74,19 +68,19 @@ public enum CascadeCrash {
     }
 
     /// Kills the child (`strata-torture cascade DIR N`) `cycles` times, each at a random moment
-    /// between its "removing" and a little past how long a removal took uncut.
+    /// between its "working" and a little past how long a removal took uncut.
     public static func killTest(cycles: Int, directory: String, orders: Int, seed: UInt64, binary: String) throws -> Report {
         var report = Report()
         var rng = SplitMix64(state: seed)
         // One uncut run: how long the removal takes.
-        let timing = try runChild(binary: binary, store: directory + "/timing", orders: orders, killAfter: nil)
-        let removal = max(0.005, timing.removalSeconds ?? 0.2)
+        let timing = try CrashChild.run(binary: binary, arguments: ["cascade", directory + "/timing", String(orders)], killAfter: nil)
+        let removal = max(0.005, timing.workSeconds ?? 0.2)
         for cycle in 0..<cycles {
             let path = "\(directory)/store-\(cycle)"
             let delay = removal * 1.2 * Double(rng.next() % 1_000) / 1_000
-            let outcome = try runChild(binary: binary, store: path, orders: orders, killAfter: delay)
+            let outcome = try CrashChild.run(binary: binary, arguments: ["cascade", path, String(orders)], killAfter: delay)
             report.cycles += 1
-            if outcome.killedDuringRemoval { report.killsDuringRemoval += 1 }
+            if outcome.killedDuringWork { report.killsDuringRemoval += 1 }
             let store = try Store(directoryPath: path)
             switch try check(store, orders: orders) {
             case .success(true): report.removed += 1
@@ -97,54 +91,5 @@ public enum CascadeCrash {
             try? FileManager.default.removeItem(atPath: path)
         }
         return report
-    }
-
-    struct Outcome {
-        var removalSeconds: Double?
-        var killedDuringRemoval = false
-    }
-
-    /// Runs the child; with `killAfter`, SIGKILLs it that many seconds after it printed
-    /// "removing".
-    static func runChild(binary: String, store: String, orders: Int, killAfter: Double?) throws -> Outcome {
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: binary)
-        child.arguments = ["cascade", store, String(orders)]
-        let pipe = Pipe()
-        child.standardOutput = pipe
-        var environment = ProcessInfo.processInfo.environment
-        environment["SWIFT_BACKTRACE"] = "enable=no"
-        child.environment = environment
-        try child.run()
-        let fd = pipe.fileHandleForReading.fileDescriptor
-        var text = "", outcome = Outcome()
-        var removingAt: Date?
-        var buffer = [UInt8](repeating: 0, count: 256)
-        var killed = false
-        while true {
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            if poll(&pfd, 1, 1) > 0 {
-                let n = read(fd, &buffer, buffer.count)
-                if n <= 0 { break }
-                text += String(decoding: buffer[0..<n], as: UTF8.self)
-                if removingAt == nil && text.contains("removing") { removingAt = Date() }
-                if let removingAt, text.contains("removed"), outcome.removalSeconds == nil {
-                    outcome.removalSeconds = Date().timeIntervalSince(removingAt)
-                }
-            }
-            if let killAfter, !killed, let removingAt, Date().timeIntervalSince(removingAt) >= killAfter {
-                outcome.killedDuringRemoval = !text.contains("removed")
-                kill(child.processIdentifier, SIGKILL)
-                killed = true
-            }
-        }
-        child.waitUntilExit()
-        return outcome
-    }
-
-    /// Unbuffered, so the parent sees each line the moment it is true.
-    static func emit(_ line: String) {
-        let text = line + "\n"
-        _ = text.withCString { write(1, $0, strlen($0)) }
     }
 }

@@ -66,3 +66,13 @@ public final class CascadeOrder {
     public var customer: ToOne<CascadeCustomer> = nil
     public init() {}
 }
+
+// An account whose balance a migration step turns from whole euros to a Double: the crash
+// tests of a step that spans thousands of objects in one transaction.
+
+@Entity(name: "MigratingAccount")
+public final class MigratingAccount {
+    public var id: Id = 0
+    public var balance: Int64 = 0
+    public init() {}
+}

@@ -21,7 +21,9 @@ import Darwin
 ///                                   or open (replay) the store; print "baseline KIB peak KIB"
 ///   strata-torture graph DIR SEED   run the graph workload (the kill test's child), printing "ack N"
 ///   strata-torture cascade DIR N    build a customer with N orders, then remove her (a cascade), printing
-///                                   "built", "removing", "removed" (the cascade kill test's child)
+///                                   "working" and "done" around the removal (the cascade kill test's child)
+///   strata-torture migrate DIR N    store N accounts, then open with a plan whose step converts them all,
+///                                   printing "working" and "done" around that open (the migration kill test's child)
 ///   strata-torture kill-test DIR CYCLES [SEED]   run the kill test (RELIABILITY.md §1) and print figures
 func fail(_ message: String) -> Never {
     let line = "strata-torture: \(message)\n"
@@ -48,6 +50,14 @@ if args[0] == "graph" {
 if args[0] == "cascade" {
     do {
         try CascadeCrash.runChild(store: args[1], orders: Int(args.count > 2 ? args[2] : "") ?? 10_000)
+    } catch {
+        fail("\(error)")
+    }
+    exit(0)
+}
+if args[0] == "migrate" {
+    do {
+        try MigrationCrash.runChild(store: args[1], accounts: Int(args.count > 2 ? args[2] : "") ?? 100_000)
     } catch {
         fail("\(error)")
     }
