@@ -16,10 +16,10 @@ import Testing
         let dir = TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
         let report = try CascadeCrash.killTest(cycles: 12, directory: dir.path, orders: Self.orders, seed: 55, binary: binary)
-        print("cascade kill test: \(report.cycles) kills, \(report.killsDuringRemoval) during the removal, \(report.removed) removed whole, \(report.kept) kept whole, \(report.failures.count) failures")
+        print("cascade kill test: \(report.cycles) kills, \(report.killsDuringWork) during the removal, \(report.afterWork) removed whole, \(report.beforeWork) kept whole, \(report.failures.count) failures")
         #expect(report.failures.isEmpty, "\(report.failures)")
         #expect(report.cycles == 12)
-        #expect(report.killsDuringRemoval >= 3, "kills that landed inside the removal: \(report.killsDuringRemoval)")
+        #expect(report.killsDuringWork >= 3, "kills that landed inside the removal: \(report.killsDuringWork)")
     }
 
     @Test(arguments: [InMemoryFileSystem.CrashPolicy.dropUnsynced, .keepEverything, .dropUnsyncedDirectoryEntries]

@@ -158,9 +158,9 @@ enum AccountTier: String { case gold, silver, basic }
         let dir = TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
         let report = try MigrationCrash.killTest(cycles: 8, directory: dir.path, accounts: 100_000, seed: 551, binary: binary)
-        print("migration kill test: \(report.cycles) kills, \(report.killsDuringStep) during the step, \(report.migrated) after it, \(report.untouched) before it, \(report.failures.count) failures")
+        print("migration kill test: \(report.cycles) kills, \(report.killsDuringWork) during the step, \(report.afterWork) after it, \(report.beforeWork) before it, \(report.failures.count) failures")
         #expect(report.failures.isEmpty, "\(report.failures)")
-        #expect(report.killsDuringStep >= 2, "kills that landed inside the step: \(report.killsDuringStep)")
+        #expect(report.killsDuringWork >= 2, "kills that landed inside the step: \(report.killsDuringWork)")
     }
 
     /// A power cut in the middle of a step over 100,000 objects: the store opens at the version

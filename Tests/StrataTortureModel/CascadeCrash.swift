@@ -37,59 +37,29 @@ public enum CascadeCrash {
 
     /// What a store holds after a cut: `true` if the removal happened (no customer, no order),
     /// `false` if not (the customer and all `orders` orders, each hers); a problem otherwise.
-    public static func check(_ store: Store, orders: Int) throws -> Result<Bool, CheckFailure> {
+    public static func check(_ store: Store, orders: Int) throws -> Result<Bool, CrashChild.CheckFailure> {
         let customers = try store.box(for: CascadeCustomer.self).all()
         let stored = try store.box(for: CascadeOrder.self).all()
         let verification = try store.verifyGraph()
-        guard verification.isClean else { return .failure(CheckFailure("verifyGraph: \(verification.problems.prefix(3))")) }
+        guard verification.isClean else { return .failure(CrashChild.CheckFailure("verifyGraph: \(verification.problems.prefix(3))")) }
         if customers.isEmpty && stored.isEmpty { return .success(true) }
         // The index entries went (or stayed) with their objects.
         let indexed = try store.box(for: CascadeOrder.self).query({ CascadeOrder.amount >= 0 }).build().count()
         guard customers.count == 1, stored.count == orders, indexed == orders,
               stored.allSatisfy({ $0.customer.targetId == customers[0].id }) else {
-            return .failure(CheckFailure("half a cascade: \(customers.count) customers, \(stored.count) orders of \(orders)"))
+            return .failure(CrashChild.CheckFailure("half a cascade: \(customers.count) customers, \(stored.count) orders of \(orders)"))
         }
         return .success(false)
     }
 
-    public struct CheckFailure: Error, CustomStringConvertible {
-        public var description: String
-        public init(_ description: String) { self.description = description }
-    }
-
-    public struct Report: Sendable {
-        public var cycles = 0
-        /// Cuts after which the removal was whole, and after which it had not happened.
-        public var removed = 0
-        public var kept = 0
-        /// Kills that landed after "removing" and before "removed".
-        public var killsDuringRemoval = 0
-        public var failures: [String] = []
-    }
-
-    /// Kills the child (`strata-torture cascade DIR N`) `cycles` times, each at a random moment
-    /// between its "working" and a little past how long a removal took uncut.
-    public static func killTest(cycles: Int, directory: String, orders: Int, seed: UInt64, binary: String) throws -> Report {
-        var report = Report()
-        var rng = SplitMix64(state: seed)
-        // One uncut run: how long the removal takes.
-        let timing = try CrashChild.run(binary: binary, arguments: ["cascade", directory + "/timing", String(orders)], killAfter: nil)
-        let removal = max(0.005, timing.workSeconds ?? 0.2)
-        for cycle in 0..<cycles {
-            let path = "\(directory)/store-\(cycle)"
-            let delay = removal * 1.2 * Double(rng.next() % 1_000) / 1_000
-            let outcome = try CrashChild.run(binary: binary, arguments: ["cascade", path, String(orders)], killAfter: delay)
-            report.cycles += 1
-            if outcome.killedDuringWork { report.killsDuringRemoval += 1 }
+    /// Kills the child (`strata-torture cascade DIR N`) `cycles` times inside its removal
+    /// (``CrashChild/killTest(cycles:directory:seed:binary:arguments:check:after:)``).
+    public static func killTest(cycles: Int, directory: String, orders: Int, seed: UInt64, binary: String) throws -> CrashChild.Report {
+        try CrashChild.killTest(cycles: cycles, directory: directory, seed: seed, binary: binary,
+                                arguments: { ["cascade", $0, String(orders)] }) { path in
             let store = try Store(directoryPath: path)
-            switch try check(store, orders: orders) {
-            case .success(true): report.removed += 1
-            case .success(false): report.kept += 1
-            case let .failure(problem): report.failures.append("cycle \(cycle) (kill \(delay) s into the removal): \(problem)")
-            }
-            store.close()
-            try? FileManager.default.removeItem(atPath: path)
+            defer { store.close() }
+            return try check(store, orders: orders)
         }
-        return report
     }
 }

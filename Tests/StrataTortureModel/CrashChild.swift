@@ -1,4 +1,5 @@
 import Foundation
+import StrataTestSupport
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -52,6 +53,49 @@ public enum CrashChild {
         }
         child.waitUntilExit()
         return outcome
+    }
+
+    /// What a check after a kill found: the work whole (`true`), not begun (`false`), or a problem.
+    public struct CheckFailure: Error, CustomStringConvertible {
+        public var description: String
+        public init(_ description: String) { self.description = description }
+    }
+
+    public struct Report: Sendable {
+        public var cycles = 0
+        /// Kills that landed after "working" and before "done".
+        public var killsDuringWork = 0
+        /// Stores the checks found with the work whole, and without it.
+        public var afterWork = 0
+        public var beforeWork = 0
+        public var failures: [String] = []
+    }
+
+    /// Kills a child `cycles` times, each in a fresh store under `directory`, at a random moment
+    /// between its "working" and a little past how long the work took in one uncut run first;
+    /// then `check`s the store, and runs `after` on it (the next open, say).
+    public static func killTest(cycles: Int, directory: String, seed: UInt64, binary: String,
+                                arguments: (String) -> [String], check: (String) throws -> Result<Bool, CheckFailure>,
+                                after: (String) throws -> Void = { _ in }) throws -> Report {
+        var report = Report()
+        var rng = SplitMix64(state: seed)
+        let timing = try run(binary: binary, arguments: arguments(directory + "/timing"), killAfter: nil)
+        let work = max(0.005, timing.workSeconds ?? 0.2)
+        for cycle in 0..<cycles {
+            let path = "\(directory)/store-\(cycle)"
+            let delay = work * 1.2 * Double(rng.next() % 1_000) / 1_000
+            let outcome = try run(binary: binary, arguments: arguments(path), killAfter: delay)
+            report.cycles += 1
+            if outcome.killedDuringWork { report.killsDuringWork += 1 }
+            switch try check(path) {
+            case .success(true): report.afterWork += 1
+            case .success(false): report.beforeWork += 1
+            case let .failure(problem): report.failures.append("cycle \(cycle) (killed \(delay) s into the work): \(problem)")
+            }
+            do { try after(path) } catch { report.failures.append("cycle \(cycle): \(error)") }
+            try? FileManager.default.removeItem(atPath: path)
+        }
+        return report
     }
 
     /// Unbuffered, so the parent sees each line the moment it is true.

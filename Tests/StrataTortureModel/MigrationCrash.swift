@@ -33,16 +33,8 @@ public enum MigrationCrash {
         CrashChild.emit("done")
     }
 
-    public struct Report: Sendable {
-        public var cycles = 0
-        public var migrated = 0
-        public var untouched = 0
-        public var killsDuringStep = 0
-        public var failures: [String] = []
-    }
-
     /// Which side of the step a store is on: true after it; a problem when objects are on both.
-    public static func check(_ path: String, accounts: Int) throws -> Result<Bool, CascadeCrash.CheckFailure> {
+    public static func check(_ path: String, accounts: Int) throws -> Result<Bool, CrashChild.CheckFailure> {
         let store = try Store(directoryPath: path)
         defer { store.close() }
         var ints = 0, doubles = 0, total = 0
@@ -60,31 +52,18 @@ public enum MigrationCrash {
         return .success(doubles > 0)
     }
 
-    public static func killTest(cycles: Int, directory: String, accounts: Int, seed: UInt64, binary: String) throws -> Report {
-        var report = Report()
-        var rng = SplitMix64(state: seed)
-        let timing = try CrashChild.run(binary: binary, arguments: ["migrate", directory + "/timing", String(accounts)], killAfter: nil)
-        let step = max(0.005, timing.workSeconds ?? 0.5)
-        for cycle in 0..<cycles {
-            let path = "\(directory)/store-\(cycle)"
-            let delay = step * 1.2 * Double(rng.next() % 1_000) / 1_000
-            let outcome = try CrashChild.run(binary: binary, arguments: ["migrate", path, String(accounts)], killAfter: delay)
-            report.cycles += 1
-            if outcome.killedDuringWork { report.killsDuringStep += 1 }
-            switch try check(path, accounts: accounts) {
-            case .success(true): report.migrated += 1
-            case .success(false): report.untouched += 1
-            case let .failure(problem): report.failures.append("cycle \(cycle) (kill \(delay) s into the step): \(problem)")
-            }
-            // The next open with the plan finishes what the cut left.
+    /// Kills the child (`strata-torture migrate DIR N`) `cycles` times inside the step's open;
+    /// after each check, an open with the plan must finish the step.
+    public static func killTest(cycles: Int, directory: String, accounts: Int, seed: UInt64, binary: String) throws -> CrashChild.Report {
+        try CrashChild.killTest(cycles: cycles, directory: directory, seed: seed, binary: binary,
+                                arguments: { ["migrate", $0, String(accounts)] },
+                                check: { try check($0, accounts: accounts) }) { path in
             var options = StoreOptions()
             options.migrations = plan
             try Store(directoryPath: path, options: options).close()
             if case .success(false) = try check(path, accounts: accounts) {
-                report.failures.append("cycle \(cycle): the step did not run again at the next open")
+                throw CrashChild.CheckFailure("the step did not run again at the next open")
             }
-            try? FileManager.default.removeItem(atPath: path)
         }
-        return report
     }
 }
