@@ -108,30 +108,49 @@ package final class LogReader {
             // Damage at `offset`: a torn tail unless a later record proves these bytes durable.
             // Only a durable mark can prove it: a log without marks (the manifest) ends here.
             guard allowsMarks else { return Outcome(validEnd: offset, droppedTornTail: true, sawDurableMark: sawMark) }
+            // Only a record that carries a durable mark can prove the damage, so only those
+            // are looked for: a candidate whose header has the mark flag and whose mark (the
+            // log's synced length when it was appended) lies between the log's start and its
+            // own offset, checked before its checksum. Unmarked candidates cost nothing more
+            // than the look at their header: a torn record's own payload (thousands of objects
+            // alike) held so many plausible unmarked candidates that checksumming them spent
+            // the whole budget, and a power cut made a store that did not open.
             var probe = offset + 1
-            // What checksumming candidates may cost in all: crafted bytes (an 8-byte pattern
-            // that makes every 8th offset a plausible record claiming a megabyte) would cost a
-            // megabyte per 8 bytes of log. Real damage (a torn page, old bytes, garbage) passes
-            // the plausibility check about once in a million offsets and stays far below it.
+            // What checksumming candidates may cost in all: crafted bytes (a 16-byte pattern
+            // that makes every 16th offset a plausible marked record claiming a megabyte) would
+            // cost a megabyte per 16 bytes of log. Real damage stays far below it.
             var budget = Self.probeBudget(remaining: fileSize - offset)
-            while probe + FormatConstants.logRecordHeaderBytes <= fileSize {
-                guard let later = try record(at: probe, checkingPlausibility: true, budget: &budget, damageAt: offset) else {
+            while probe + FormatConstants.logRecordHeaderBytes + FormatConstants.logRecordMarkBytes <= fileSize {
+                guard let later = try markedRecord(at: probe, budget: &budget, damageAt: offset) else {
                     probe += 1
                     continue
                 }
-                if let mark = later.durableMark {
-                    sawMark = true
-                    if mark > UInt64(offset) {
-                        throw StorageError.corruption(
-                            file: path, offset: UInt64(offset),
-                            reason: "damaged log record in bytes that were synced (the record at \(probe) says the log was durable up to \(mark))")
-                    }
+                let mark = later.durableMark ?? 0
+                sawMark = true
+                if mark > UInt64(offset) {
+                    throw StorageError.corruption(
+                        file: path, offset: UInt64(offset),
+                        reason: "damaged log record in bytes that were synced (the record at \(probe) says the log was durable up to \(mark))")
                 }
                 probe = later.end
             }
             return Outcome(validEnd: offset, droppedTornTail: true, sawDurableMark: sawMark)
         }
         return Outcome(validEnd: offset, droppedTornTail: false, sawDurableMark: sawMark, sawEndOfLog: ended)
+    }
+
+    /// The well-formed record at `offset` that carries a durable mark no greater than its own
+    /// offset (a mark is the log's synced length when the record was appended), whose payload
+    /// ``plausible`` accepts; nil otherwise. The cost of checksumming it is taken from `budget`:
+    /// once spent, the damage at `damageAt` cannot be judged, and is corruption.
+    private func markedRecord(at offset: Int, budget: inout Int, damageAt: Int) throws -> LogRecord? {
+        let header = FormatConstants.logRecordHeaderBytes, markBytes = FormatConstants.logRecordMarkBytes
+        guard let head = try bytes(at: offset, count: header + markBytes) else { return nil }
+        let lengthField = loadFixed32(head, 4)
+        guard lengthField & FormatConstants.logRecordMarkFlag != 0 else { return nil }
+        let mark = loadFixed64(head, header)
+        guard mark >= 1, mark <= UInt64(offset) else { return nil }
+        return try record(at: offset, checkingPlausibility: true, budget: &budget, damageAt: damageAt)
     }
 
     /// The checksum bytes a search past damage at an offset may spend, with `remaining` bytes
