@@ -38,7 +38,8 @@ let package = Package(
         .target(name: "CStrataSupport"),
         .target(
             name: "StrataStorage",
-            dependencies: ["CLZ4", "CStrataSupport"]
+            // swift-crypto (CryptoKit on Apple platforms) for encryption at rest: AES-256-GCM, HKDF.
+            dependencies: ["CLZ4", "CStrataSupport", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // An `ArchiveTarget` over the S3 API, outside the engine so that only apps that archive
         // to S3 link URLSession's networking and swift-crypto.

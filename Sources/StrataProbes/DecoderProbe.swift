@@ -33,7 +33,7 @@ package enum DecoderProbe {
         guard (try? write(bytes, to: "/fuzz.wal", in: fs)) != nil else { return }
         var loaders: [UInt32: MemtableLoader] = [:]
         for id: UInt32 in 0..<4 { loaders[id] = MemtableLoader(Memtable(keySpaceId: id, expectedBytes: 1 << 16)) }
-        _ = try? Recovery.replay(wal: "/fuzz.wal", fs: fs, into: loaders, after: UInt64(first & 0x0F))
+        _ = try? Recovery.replay(wal: "/fuzz.wal", fs: fs, cipher: nil, into: loaders, after: UInt64(first & 0x0F))
         Recovery.finishLoading(Array(loaders.values))
         // The replay's sort and linking: every entry written is linked, in internal-key order.
         for loader in loaders.values {
@@ -112,7 +112,7 @@ package enum DecoderProbe {
         guard (try? write(Array(data), to: "/fuzz.seg", in: fs)) != nil else { return }
         let cache = BlockCache(capacityBytes: 1 << 20)
         guard let reader = try? SegmentReader.open(fileSystem: fs, path: "/fuzz.seg", fileNumber: 1, cache: cache,
-                                                   stats: StatisticsCounters()) else { return }
+                                                   stats: StatisticsCounters(), cipher: nil) else { return }
         let it = reader.makeIterator(fillCache: false)
         it.seekToFirst()
         var n = 0

@@ -272,7 +272,7 @@ import StrataTesting
         // Its manifest rewritten as format 2 writes it: no store id, no uids, no WAL owners.
         let fs = PosixFileSystem()
         let versions = try VersionSet.recover(fileSystem: fs, directory: dir.path, stats: StatisticsCounters(),
-                                              opener: SegmentOpener(open: { _ in throw StorageError.closed }, remove: { _ in }))
+                                              opener: SegmentOpener(open: { _ in throw StorageError.closed }, remove: { _ in }), cipher: nil)
         var edit = VersionEdit()
         edit.formatVersion = 2
         edit.logNumber = versions.logNumber
@@ -281,7 +281,7 @@ import StrataTesting
         edit.addedKeySpaces = versions.keySpaces
         edit.addedSegments = versions.current.allSegments.map { var m = $0.meta; m.uid = 0; return m }
         #expect(!edit.addedSegments.isEmpty)
-        try VersionSet.writeManifest(edit, number: versions.nextFileNumber, fileSystem: fs, directory: dir.path).close()
+        try VersionSet.writeManifest(edit, number: versions.nextFileNumber, fileSystem: fs, directory: dir.path, cipher: nil).close()
         try VersionSet.replaceCurrent(manifestNumber: versions.nextFileNumber, fileSystem: fs, directory: dir.path)
 
         var readOnly = EngineOptions.testing()

@@ -28,7 +28,7 @@ import StrataProbes
         var shapes: Set<IdBlockLayout.EntryShape> = []
         for name in try fs.listDirectory(dir) where name.hasSuffix(".seg") {
             let reader = try SegmentReader.open(fileSystem: fs, path: dir + "/" + name, fileNumber: 1,
-                                                cache: BlockCache(capacityBytes: 1 << 20), stats: StatisticsCounters())
+                                                cache: BlockCache(capacityBytes: 1 << 20), stats: StatisticsCounters(), cipher: nil)
             for i in 0..<(try reader.indexEntryCount()) {
                 let block = try reader.dataBlock(try reader.blockHandle(atIndexEntry: i), fillCache: false)
                 if let layout = block.idLayout { shapes.insert(layout.shape) }
@@ -42,7 +42,7 @@ import StrataProbes
         var id = 0, restart = 0
         for name in try fs.listDirectory(dir) where name.hasSuffix(".seg") {
             let reader = try SegmentReader.open(fileSystem: fs, path: dir + "/" + name, fileNumber: 1,
-                                                cache: BlockCache(capacityBytes: 1 << 20), stats: StatisticsCounters())
+                                                cache: BlockCache(capacityBytes: 1 << 20), stats: StatisticsCounters(), cipher: nil)
             for i in 0..<(try reader.indexEntryCount()) {
                 let block = try reader.dataBlock(try reader.blockHandle(atIndexEntry: i), fillCache: false)
                 if block.idLayout != nil { id += 1 } else { restart += 1 }

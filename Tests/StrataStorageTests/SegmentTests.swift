@@ -76,7 +76,7 @@ import StrataTesting
             e.close()
             let seg = try fs.listDirectory(Self.dir).first { $0.hasSuffix(".seg") }!
             let reader = try SegmentReader.open(fileSystem: fs, path: Self.dir + "/" + seg, fileNumber: 1,
-                                                cache: BlockCache(capacityBytes: 1 << 20), stats: StatisticsCounters())
+                                                cache: BlockCache(capacityBytes: 1 << 20), stats: StatisticsCounters(), cipher: nil)
             let summary = try #require(reader.summary, "\(name)")
             let index = try reader.withIndex { $0 }
             #expect(summary.count == index.restartCount && index.restartCount > 50, "\(name): \(index.restartCount) entries")

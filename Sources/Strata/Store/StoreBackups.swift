@@ -35,14 +35,19 @@ extension Store {
     /// a damaged backup throws, naming the file, and writes nothing. Open the result with
     /// ``init(directoryPath:options:)``.
     ///
+    /// The backup of an encrypted store needs its key (`encryptionKey`, as
+    /// ``StoreOptions/encryptionKey``), and the restored store is encrypted with it.
+    ///
     /// ```swift
     /// try Store.restoreBackup(at: "/backups/shop", toDirectoryPath: "/data/shop")
     /// let store = try Store(directoryPath: "/data/shop")
     /// ```
     @discardableResult
     public static func restoreBackup(at backupPath: String, toDirectoryPath path: String,
-                                     options: BackupOptions = .restoring) throws(StrataError) -> BackupReport {
-        do { return try Engine.restoreBackup(at: backupPath, toDirectoryPath: path, options: options) } catch { throw StrataError(error) }
+                                     options: BackupOptions = .restoring, encryptionKey: Data? = nil) throws(StrataError) -> BackupReport {
+        do {
+            return try Engine.restoreBackup(at: backupPath, toDirectoryPath: path, options: options, encryptionKey: encryptionKey.map { Array($0) })
+        } catch { throw StrataError(error) }
     }
 
     /// How far the store's continuous archive (``StoreOptions/archive``) has come, or nil when

@@ -1,3 +1,4 @@
+import Foundation
 import StrataStorage
 
 /// How commits reach the disk: `.sync` (each transaction is durable when it returns),
@@ -67,6 +68,20 @@ public struct StoreOptions: Sendable {
         get { engine.archive }
         set { engine.archive = newValue }
     }
+    /// Encrypts the store at rest with AES-256-GCM (the same as `engine.encryptionKey`): 32
+    /// bytes, kept by the app (the keychain, a key service), never written by Strata. Every
+    /// file of the store, of its backups and of its archive is unreadable without it. Opening an
+    /// encrypted store without it throws ``StrataError/encryptionKeyRequired``, with another
+    /// key ``StrataError/wrongEncryptionKey``, and a plaintext store opened with a key throws
+    /// ``StrataError/storeNotEncrypted``; none of them writes anything.
+    ///
+    /// ```swift
+    /// let store = try Store(directoryPath: path, options: StoreOptions(encryptionKey: key))
+    /// ```
+    public var encryptionKey: Data? {
+        get { engine.encryptionKey.map { Data($0) } }
+        set { engine.encryptionKey = newValue.map { Array($0) } }
+    }
     /// Called while the store builds or drops a secondary index: when a type gains or loses
     /// `@Index`/`@Unique` on an existing store, at the first ``Store/box(for:)`` of that type.
     /// Called from that thread, after each chunk of objects, and once at the end. A store
@@ -85,6 +100,11 @@ public struct StoreOptions: Sendable {
     public var migrationProgress: (@Sendable (MigrationProgress) -> Void)?
 
     public init() {}
+
+    /// Options for an encrypted store (``encryptionKey``), the rest at their defaults.
+    public init(encryptionKey: Data) {
+        self.encryptionKey = encryptionKey
+    }
 }
 
 /// How far an index build or drop has come (``StoreOptions/indexProgress``).

@@ -72,6 +72,15 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidValue(entity: String, id: Id, property: String, reason: String)
     /// The storage engine failed: I/O, a lock held by another process, damaged files.
     case storage(StorageError)
+    /// The store is encrypted and was opened with another key (``StoreOptions/encryptionKey``).
+    /// Nothing was written.
+    case wrongEncryptionKey
+    /// The store is encrypted and was opened without a key. Nothing was written.
+    case encryptionKeyRequired
+    /// The store is not encrypted and was opened with a key: refused, so that a store meant
+    /// to be encrypted is never written in the clear (``Store/changeEncryptionKey(directoryPath:from:to:options:)``
+    /// or `strata encrypt` encrypts it). Nothing was written.
+    case storeNotEncrypted
 
     public var description: String {
         switch self {
@@ -109,6 +118,9 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .transactionAborted(reason): "transaction rolled back: \(reason)"
         case .transactionEnded: "a box bound to a transaction was used outside its body (after it returned, or on another thread)"
         case let .storage(e): e.description
+        case .wrongEncryptionKey: "the store is encrypted with another key"
+        case .encryptionKeyRequired: "the store is encrypted: open it with its key (StoreOptions.encryptionKey)"
+        case .storeNotEncrypted: "the store is not encrypted, but a key was given"
         }
     }
 
@@ -129,6 +141,9 @@ public enum StrataError: Error, Equatable, Sendable, CustomStringConvertible {
         switch error {
         case let e as StrataError: self = e
         case StorageError.closed: self = .storeClosed
+        case StorageError.wrongEncryptionKey: self = .wrongEncryptionKey
+        case StorageError.encryptionKeyRequired: self = .encryptionKeyRequired
+        case StorageError.notEncrypted: self = .storeNotEncrypted
         case let e as StorageError: self = .storage(e)
         default: self = .transactionAborted(reason: "\(error)")
         }

@@ -133,7 +133,8 @@ struct ArchivedHistory {
                 break
             }
             var summary = ArchivedLogSummary(number: wal, previous: joined.previous, records: [], endsWithEndOfLog: false, times: joined.times)
-            let parsed = parse(bytes, name: ArchiveObject.log(g.name, wal: wal, offset: 0).name, generation: g.name, wal: wal, into: &summary)
+            let parsed = parse(bytes, name: ArchiveObject.log(g.name, wal: wal, offset: 0).name, generation: g.name, wal: wal,
+                               cipher: SealingArchiveTarget.cipher(of: target), into: &summary)
             summary.validEnd = parsed.validEnd
             history.logs.append(summary)
             if let broken = parsed.brokenAt ?? joined.brokenAt {
@@ -172,7 +173,7 @@ struct ArchivedHistory {
     /// and whether it ends with an end-of-log record. A record that is damage ends it there
     /// (named in `brokenAt`), and so does damage the log reader proves: never a thrown error,
     /// so that a restore that stops at damage can stop there.
-    private static func parse(_ bytes: [UInt8], name: String, generation: ArchiveGeneration, wal: UInt64,
+    private static func parse(_ bytes: [UInt8], name: String, generation: ArchiveGeneration, wal: UInt64, cipher: StoreCipher?,
                               into summary: inout ArchivedLogSummary) -> (validEnd: Int, brokenAt: String?) {
         var records: [(end: Int, sequence: UInt64)] = []
         var endsWithEndOfLog = false
@@ -181,7 +182,8 @@ struct ArchivedHistory {
         // piece (a pattern repeating every 8 bytes) costs no more here than in a WAL (§5.2).
         final class Last { var sequence: UInt64 = 0 }
         let last = Last()
-        let reader = LogReader(bytes: bytes, path: name, allowsMarks: true) { head, count in
+        // Joined from offset 0: an encrypted store's WAL starts with its header (SPEC.md §14.2).
+        let reader = LogReader(bytes: bytes, path: name, allowsMarks: true, encryption: cipher.map { .file($0) } ?? .none) { head, count in
             WALRecord.isPlausible(payloadHead: head, payloadCount: count, after: last.sequence)
         }
         var validEnd = 0

@@ -44,7 +44,11 @@ extension Engine {
     ///     print(String(store.id, radix: 16), store.generations.last?.lastCommitTime ?? 0)
     /// }
     /// ```
-    public static func archiveInventory(of target: any ArchiveTarget) throws -> ArchiveInventory {
+    ///
+    /// An encrypted store's archive needs its key (`encryptionKey`): without it this throws
+    /// ``StorageError/encryptionKeyRequired(file:)``.
+    public static func archiveInventory(of target: any ArchiveTarget, encryptionKey: [UInt8]? = nil) throws -> ArchiveInventory {
+        let target = SealingArchiveTarget.wrapping(target, cipher: try encryptionKey.map { try StoreCipher(key: $0) })
         var objects: [(name: String, object: ArchiveObject)] = []
         var other = 0
         for name in try target.list() {
@@ -60,7 +64,11 @@ extension Engine {
                 switch object {
                 case .segment: segments += 1
                 case let .state(g, _, _):
-                    if let s = try? ArchivedState.decode(try target.get(name), name: name) { states[g, default: []].append(s) } else { damaged.append(name) }
+                    do { states[g, default: []].append(try ArchivedState.decode(try target.get(name), name: name)) } catch {
+                        // A key that does not open the archive is the caller's error, not damage.
+                        if let e = error as? StorageError, e.isEncryptionKeyError { throw e }
+                        damaged.append(name)
+                    }
                 case let .log(g, wal, offset): pieces[g, default: []].append((wal, offset, name))
                 }
             }

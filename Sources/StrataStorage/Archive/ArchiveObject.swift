@@ -167,6 +167,7 @@ struct ArchivedState: Equatable {
     /// Decodes an archived state; a damaged one throws corruption naming `name`.
     static func decode(_ bytes: [UInt8], name: String) throws -> ArchivedState {
         func damaged(_ reason: String) -> StorageError { .corruption(file: name, offset: 0, reason: reason) }
+        try refuseSealed(bytes, name: name)
         guard bytes.count >= 52 else { throw damaged("archived state is too short") }
         return try bytes.withUnsafeBytes { raw throws -> ArchivedState in
             let body = UnsafeRawBufferPointer(rebasing: raw[..<(raw.count - 4)])
@@ -203,6 +204,12 @@ struct ArchivedState: Equatable {
                                  committed: .init(sequence: committedSequence, micros: Int64(bitPattern: committedMicros)))
         }
     }
+}
+
+/// An object an encrypted store sealed (SPEC.md §14.5), read without its key: a typed error,
+/// not damage.
+private func refuseSealed(_ bytes: [UInt8], name: String) throws {
+    if bytes.withUnsafeBytes({ EncryptionHeader.startsWithMagic($0) }) { throw StorageError.encryptionKeyRequired(file: name) }
 }
 
 /// A piece of one WAL, as archived: its bytes from `offset`, the commit times of the commits
@@ -253,6 +260,7 @@ struct ArchivedLogPiece: Equatable {
 
     static func decode(_ bytes: [UInt8], name: String) throws -> ArchivedLogPiece {
         func damaged(_ reason: String) -> StorageError { .corruption(file: name, offset: 0, reason: reason) }
+        try refuseSealed(bytes, name: name)
         guard bytes.count >= 44 else { throw damaged("archived log piece is too short") }
         return try bytes.withUnsafeBytes { raw throws -> ArchivedLogPiece in
             let body = UnsafeRawBufferPointer(rebasing: raw[..<(raw.count - 4)])

@@ -18,6 +18,10 @@ public struct ArchiveRestoreOptions: Sendable {
     /// the ``StorageError/archiveOfAnotherStore(storeIds:reason:)`` a restore without it
     /// throws); nil: the only one.
     public var storeId: UInt64?
+    /// The key of an encrypted store's archive (``EngineOptions/encryptionKey``); the restored
+    /// store is encrypted with it too. Without it, an encrypted archive fails with
+    /// ``StorageError/encryptionKeyRequired(file:)``.
+    public var encryptionKey: [UInt8]?
 
     public init() {}
 }
@@ -60,6 +64,8 @@ extension Engine {
                                       options: ArchiveRestoreOptions = ArchiveRestoreOptions(),
                                       fileSystem: any FileSystem = PosixFileSystem()) throws -> ArchiveRestoreReport {
         let start = monotonicSeconds()
+        let cipher = try options.encryptionKey.map { try StoreCipher(key: $0) }
+        let target = SealingArchiveTarget.wrapping(target, cipher: cipher)
         try checkRestoreDestination(path, fileSystem: fileSystem)
         let catalog = try ArchiveCatalog.read(target, storeId: options.storeId, stopsAtDamage: options.stopsAtDamage)
         var stoppedAt = catalog.firstDamagedState
@@ -209,12 +215,12 @@ extension Engine {
             .filter { $0.count > own.count && Array($0.prefix(own.count)) == own }
             .max { $0.count < $1.count } ?? own
         edit.addedSegments = state.segments
-        try VersionSet.writeManifest(edit, number: highest, fileSystem: fileSystem, directory: path).close()
+        try VersionSet.writeManifest(edit, number: highest, fileSystem: fileSystem, directory: path, cipher: cipher).close()
         try VersionSet.replaceCurrent(manifestNumber: highest, fileSystem: fileSystem, directory: path)
         try fileSystem.syncDirectory(path)
         lock.release()
         // Every checksum of what was written; a problem names the archive object it came from.
-        let verification = try verify(directory: path, fileSystem: fileSystem)
+        let verification = try verify(directory: path, fileSystem: fileSystem, encryptionKey: options.encryptionKey)
         if let p = verification.problems.first {
             try? fileSystem.removeFile(joinPath(path, FormatConstants.currentFileName))
             var file = p.file

@@ -67,6 +67,9 @@ extension Engine {
         }
         var state = manifestLock.withLock { archivedState() }
         state.generation = ArchiveGeneration(store: storeId, ordinal: 0, id: generation)
+        // An encrypted store's archive is sealed object by object (SPEC.md §14.5).
+        var archive = archive
+        archive.target = SealingArchiveTarget.wrapping(archive.target, cipher: cipher)
         return Archiver(options: archive, directory: directory, fileSystem: fileSystem, storeId: storeId, generation: generation,
                         state: (version, state), wals: wals, inherited: inherited, sequence: latestSequence) { [weak self] below in
             self?.removeArchivedWals(below: below)

@@ -12,6 +12,9 @@ struct BackupSource {
     var lastSequence: UInt64
     /// The store's id (0 for an older store opened read-only, which has none yet).
     var storeId: UInt64 = 0
+    /// The store's cipher when it is encrypted: the backup's manifest is sealed with it (its
+    /// other files are copies of sealed files).
+    var cipher: StoreCipher?
 }
 
 /// Writes a backup directory from a ``BackupSource`` (SPEC.md §3.2): a complete store that opens
@@ -126,7 +129,8 @@ struct BackupWriter {
             edit.addedSegments = metas
             // A backup is the same store (its archive and later backups know it as such).
             if source.storeId != 0 { edit.storeId = source.storeId }
-            let manifest = try VersionSet.writeManifest(edit, number: manifestNumber, fileSystem: fileSystem, directory: destination)
+            let manifest = try VersionSet.writeManifest(edit, number: manifestNumber, fileSystem: fileSystem, directory: destination,
+                                                        cipher: source.cipher)
             try manifest.close()
             manifestWritten = true
             let manifestPath = joinPath(destination, StoreFile.manifestName(manifestNumber))
@@ -185,7 +189,8 @@ struct BackupWriter {
                                                 reason: "the backup in it was opened as a store and changed since it was written")
         }
         let versions = try VersionSet.recover(fileSystem: fileSystem, directory: destination, stats: StatisticsCounters(),
-                                              opener: SegmentOpener(open: { _ in throw StorageError.closed }, remove: { _ in }))
+                                              opener: SegmentOpener(open: { _ in throw StorageError.closed }, remove: { _ in }),
+                                              cipher: source.cipher)
         prior.manifest = found
         prior.storeId = versions.storeId
         prior.highestNumber = max(prior.highestNumber, versions.nextFileNumber)

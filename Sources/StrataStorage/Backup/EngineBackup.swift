@@ -46,7 +46,7 @@ extension Engine {
                                      segments: versions.current.allSegments.map(\.meta), wals: wals,
                                      nextFileNumber: versions.nextFileNumber,
                                      lastSequence: max(versions.lastSequence, visibleSequence.load(ordering: .acquiring)),
-                                     storeId: versions.storeId),
+                                     storeId: versions.storeId, cipher: cipher),
                         versions.current)
             }
         }
@@ -54,7 +54,8 @@ extension Engine {
         return manifestLock.withLock {
             (BackupSource(directory: directory, formatVersion: versions.formatVersion, keySpaces: versions.keySpaces,
                           segments: versions.current.allSegments.map(\.meta), wals: [],
-                          nextFileNumber: versions.nextFileNumber, lastSequence: versions.lastSequence, storeId: versions.storeId),
+                          nextFileNumber: versions.nextFileNumber, lastSequence: versions.lastSequence, storeId: versions.storeId,
+                          cipher: cipher),
              versions.current)
         }
     }
@@ -99,14 +100,17 @@ extension Engine {
     /// (``BackupOptions/restoring``): a linked file shares its disk blocks, mode and owner with
     /// the backup.
     ///
+    /// A backup of an encrypted store needs its key (`encryptionKey`), and the restored store is
+    /// encrypted with it.
+    ///
     /// ```swift
     /// try Engine.restoreBackup(at: "/backups/shop", toDirectoryPath: "/data/shop")
     /// ```
     @discardableResult
     public static func restoreBackup(at backupPath: String, toDirectoryPath path: String, options: BackupOptions = .restoring,
-                                     fileSystem: any FileSystem = PosixFileSystem()) throws -> BackupReport {
+                                     fileSystem: any FileSystem = PosixFileSystem(), encryptionKey: [UInt8]? = nil) throws -> BackupReport {
         try checkRestoreDestination(path, fileSystem: fileSystem)
-        let verification = try verify(directory: backupPath, fileSystem: fileSystem)
+        let verification = try verify(directory: backupPath, fileSystem: fileSystem, encryptionKey: encryptionKey)
         if let p = verification.problems.first {
             throw StorageError.corruption(file: p.file, offset: p.offset, reason: p.reason)
         }
@@ -114,6 +118,7 @@ extension Engine {
         o.fileSystem = fileSystem
         o.readOnly = true
         o.createIfMissing = false
+        o.encryptionKey = encryptionKey
         let backup = try Engine.open(directory: backupPath, options: o)
         defer { backup.close() }
         let report = try backup.backup(toDirectoryPath: path, options: options)

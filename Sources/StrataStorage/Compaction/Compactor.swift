@@ -19,6 +19,8 @@ struct Compactor {
     let directory: String
     let newFileNumber: () -> UInt64
     let stats: StatisticsCounters
+    /// The store's cipher when it is encrypted: outputs are sealed.
+    let cipher: StoreCipher?
     /// Checked every ``cancellationCheckInterval`` entries: true once the engine is closing,
     /// which then need not wait for a long merge (its outputs never become live).
     let isCancelled: () -> Bool
@@ -29,8 +31,9 @@ struct Compactor {
 
     init(job: CompactionJob, version: Version, oldestReadable: UInt64, layout: SegmentLayout, targetSegmentBytes: UInt64,
          fileSystem: any FileSystem,
-         directory: String, stats: StatisticsCounters, isCancelled: @escaping () -> Bool = { false },
+         directory: String, stats: StatisticsCounters, cipher: StoreCipher?, isCancelled: @escaping () -> Bool = { false },
          newFileNumber: @escaping () -> UInt64) {
+        self.cipher = cipher
         self.isCancelled = isCancelled
         self.job = job
         self.version = version
@@ -127,7 +130,7 @@ struct Compactor {
                         let path = joinPath(directory, StoreFile.segmentName(writerNumber))
                         written.append(path)
                         writer = SegmentWriter(file: try fileSystem.openWritable(path, truncate: true), path: path,
-                                               keySpaceId: job.keySpaceId, layout: layout)
+                                               keySpaceId: job.keySpaceId, layout: layout, cipher: cipher)
                     }
                     if sequence > 0, sequence <= oldestReadable, isBottommost, !isDeletion {
                         // The oldest version kept (older ones were dropped just above): every

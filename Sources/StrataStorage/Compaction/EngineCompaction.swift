@@ -169,7 +169,7 @@ extension Engine {
         }
         var compactor = Compactor(job: job, version: version, oldestReadable: oldestReadableSequence(), layout: layout(forKeySpace: job.keySpaceId),
                                   targetSegmentBytes: UInt64(max(64 << 10, options.targetSegmentBytes)),
-                                  fileSystem: fileSystem, directory: directory, stats: stats,
+                                  fileSystem: fileSystem, directory: directory, stats: stats, cipher: cipher,
                                   isCancelled: { [self] in isClosed.load(ordering: .relaxed) }) { [self] in
             manifestLock.withLock { versions.newFileNumber() }
         }

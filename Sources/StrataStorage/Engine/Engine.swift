@@ -62,6 +62,9 @@ public final class Engine: @unchecked Sendable {
     public let directory: String
     let options: EngineOptions
     let fileSystem: any FileSystem
+    /// The store's cipher when it is encrypted (``EngineOptions/encryptionKey``): every file
+    /// this engine writes is sealed with a key derived from it (SPEC.md §14).
+    let cipher: StoreCipher?
     let layout: SegmentLayout
     /// How each key space's segments are written, by key space id: what the options name for it.
     private let writeSettings = LockedValue<[UInt32: KeySpaceWriteSettings]>([:])
@@ -170,12 +173,13 @@ public final class Engine: @unchecked Sendable {
         }
         self.directory = directory
         self.options = options
+        cipher = try options.encryptionKey.map { try StoreCipher(key: $0) }
         fileSystem = options.fileSystem
         layout = options.segmentLayout
         cache = BlockCache(capacityBytes: max(1 << 20, options.blockCacheBytes))
-        let (stats, cache) = (stats, cache)
+        let (stats, cache, cipher) = (stats, cache, cipher)
         let recovered = try OpensInProgress.during {
-            try Recovery.run(directory: directory, options: options, stats: stats, cache: cache)
+            try Recovery.run(directory: directory, options: options, cipher: cipher, stats: stats, cache: cache)
         }
         fileLock = recovered.lock
         versions = recovered.versions
@@ -193,7 +197,7 @@ public final class Engine: @unchecked Sendable {
         memtablesById = Self.indexById(recovered.memtables)
         level0Segments = level0Count(currentView())
         // Advisory counters: a damaged STATS file must not keep the store from opening.
-        if let earlier = try? StatsFile.read(directory: directory, fileSystem: fileSystem) {
+        if let earlier = try? StatsFile.read(directory: directory, fileSystem: fileSystem, cipher: cipher) {
             stats.base.withLock { $0 = earlier }
         }
         let settings = Dictionary(uniqueKeysWithValues: versions.keySpaces.map { ks in
@@ -255,7 +259,7 @@ public final class Engine: @unchecked Sendable {
             }
         }
         if !options.readOnly {
-            try? StatsFile.write(stats.lifetime, directory: directory, fileSystem: fileSystem)
+            try? StatsFile.write(stats.lifetime, directory: directory, fileSystem: fileSystem, cipher: cipher)
         }
         manifestLock.withLock { versions.close() }
         fileLock?.release()

@@ -91,6 +91,18 @@ public struct EngineOptions: Sendable {
     /// A continuous archive to ship the store to (SPEC.md §3.3), for point-in-time restore
     /// with ``Engine/restoreArchive(from:toDirectoryPath:at:options:)``. Not with ``readOnly``.
     public var archive: ArchiveOptions?
+    /// Encrypts the store at rest (SPEC.md §14): 32 bytes, the AES-256 master key. Every file
+    /// the engine writes (WAL, segments, manifests, `STATS`, and what backups and the archive
+    /// write) is sealed with AES-256-GCM under a key derived from this one and the file's own
+    /// random salt. An encrypted store opened without its key fails with
+    /// ``StorageError/encryptionKeyRequired(file:)``, with another key with
+    /// ``StorageError/wrongEncryptionKey(file:)``; a plaintext store opened with a key with
+    /// ``StorageError/notEncrypted(file:)``. The key is never written anywhere.
+    ///
+    /// ```swift
+    /// options.encryptionKey = try Array(Data(contentsOf: keyFileURL))
+    /// ```
+    public var encryptionKey: [UInt8]?
 
     public init() {}
 

@@ -56,6 +56,26 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A restore from a target holding several stores names the one it wants
     /// (``ArchiveRestoreOptions/storeId``).
     case archiveOfAnotherStore(storeIds: [UInt64], reason: String)
+    /// The store (or a backup, or an archive) is encrypted and was opened with another key
+    /// (SPEC.md §14): its key check value does not match. Nothing was written.
+    case wrongEncryptionKey(file: String)
+    /// The store is encrypted and was opened without a key (``EngineOptions/encryptionKey``).
+    /// Nothing was written.
+    case encryptionKeyRequired(file: String)
+    /// The store is not encrypted and was opened with a key: refused rather than read as
+    /// plaintext, so that a store meant to be encrypted is never silently written in the clear.
+    /// `strata encrypt` (or ``Engine/changeEncryptionKey(directory:from:to:options:)``)
+    /// encrypts it.
+    case notEncrypted(file: String)
+
+    /// Whether this says the key does not open the store (none given, another one, or one for
+    /// a plaintext store), rather than that something is damaged.
+    public var isEncryptionKeyError: Bool {
+        switch self {
+        case .wrongEncryptionKey, .encryptionKeyRequired, .notEncrypted: true
+        default: false
+        }
+    }
 
     public var description: String {
         switch self {
@@ -78,6 +98,9 @@ public enum StorageError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .writesStopped(reason): "writes are stopped until the store is reopened: \(reason)"
         case .cancelled: "cancelled"
         case let .destinationInUse(path, reason): "\(path) cannot take a backup: \(reason)"
+        case let .wrongEncryptionKey(file): "\(file) is encrypted with another key"
+        case let .encryptionKeyRequired(file): "\(file) is encrypted: open it with its key"
+        case let .notEncrypted(file): "\(file) is not encrypted, but a key was given"
         case let .calledFromCallback(name):
             "called from inside \(name), which the engine waits for: call it from another queue or task instead"
         case let .archiveOfAnotherStore(ids, reason):

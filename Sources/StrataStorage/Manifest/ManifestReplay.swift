@@ -64,11 +64,14 @@ struct ManifestReplay {
     }
 
     /// Replays the manifest in `file`: the folded state and how its log ended.
-    static func read(_ file: any ReadableFile, path: String) throws -> (ManifestReplay, LogReader.Outcome) {
+    /// `sealer`: the manifest's own, when the store is encrypted (for appends to it).
+    static func read(_ file: any ReadableFile, path: String, cipher: StoreCipher?) throws
+        -> (replay: ManifestReplay, outcome: LogReader.Outcome, sealer: FileSealer?) {
         var replay = ManifestReplay()
-        let outcome = try LogReader(file: file, path: path, allowsMarks: false).forEachRecord { record in
+        let reader = LogReader(file: file, path: path, allowsMarks: false, encryption: cipher.map { .file($0) } ?? .none)
+        let outcome = try reader.forEachRecord { record in
             try replay.apply(record.payload, offset: record.offset, path: path)
         }
-        return (replay, outcome)
+        return (replay, outcome, reader.sealer)
     }
 }

@@ -27,8 +27,13 @@ package final class VersionSet: @unchecked Sendable {
     private var readManifestBytes: UInt64?
     let opener: SegmentOpener
     private let stats: StatisticsCounters
+    /// The store's cipher when it is encrypted: every manifest is written sealed (SPEC.md §14).
+    let cipher: StoreCipher?
+    /// The sealer of the manifest ``recover`` read, for appends to it.
+    private var readManifestSealer: FileSealer?
 
-    private init(fileSystem: any FileSystem, directory: String, stats: StatisticsCounters, opener: SegmentOpener) {
+    private init(fileSystem: any FileSystem, directory: String, stats: StatisticsCounters, opener: SegmentOpener, cipher: StoreCipher?) {
+        self.cipher = cipher
         self.fileSystem = fileSystem
         self.directory = directory
         self.stats = stats
@@ -42,8 +47,8 @@ package final class VersionSet: @unchecked Sendable {
 
     /// A store with no files yet.
     static func create(fileSystem: any FileSystem, directory: String, stats: StatisticsCounters,
-                       opener: SegmentOpener) -> VersionSet {
-        let set = VersionSet(fileSystem: fileSystem, directory: directory, stats: stats, opener: opener)
+                       opener: SegmentOpener, cipher: StoreCipher?) -> VersionSet {
+        let set = VersionSet(fileSystem: fileSystem, directory: directory, stats: stats, opener: opener, cipher: cipher)
         set.storeId = newStoreId()
         return set
     }
@@ -56,8 +61,8 @@ package final class VersionSet: @unchecked Sendable {
     /// The segments it names join the current version unopened: each opens on its first read
     /// (``LiveSegment``).
     static func recover(fileSystem: any FileSystem, directory: String, stats: StatisticsCounters,
-                        opener: SegmentOpener) throws -> VersionSet {
-        let set = VersionSet(fileSystem: fileSystem, directory: directory, stats: stats, opener: opener)
+                        opener: SegmentOpener, cipher: StoreCipher?) throws -> VersionSet {
+        let set = VersionSet(fileSystem: fileSystem, directory: directory, stats: stats, opener: opener, cipher: cipher)
         let currentPath = joinPath(directory, FormatConstants.currentFileName)
         let number = try parseCurrent(try fileSystem.readWholeFile(currentPath, limit: FormatConstants.smallFileMaxBytes), path: currentPath)
         let name = StoreFile.manifestName(number)
@@ -67,7 +72,8 @@ package final class VersionSet: @unchecked Sendable {
         }
         let file = try fileSystem.openReadable(path)
         defer { file.close() }
-        let (replay, outcome) = try ManifestReplay.read(file, path: path)
+        let (replay, outcome, sealer) = try ManifestReplay.read(file, path: path, cipher: cipher)
+        set.readManifestSealer = sealer
         set.keySpaces = try replay.finish(path: path)
         set.formatVersion = replay.formatVersion ?? set.formatVersion
         set.storeId = replay.storeId
@@ -157,7 +163,7 @@ package final class VersionSet: @unchecked Sendable {
         if storeId == 0 { storeId = Self.newStoreId() }
         edit.storeId = storeId
         edit.archiveLogOwners = archiveLogOwners
-        let writer = try Self.writeManifest(edit, number: number, fileSystem: fileSystem, directory: directory)
+        let writer = try Self.writeManifest(edit, number: number, fileSystem: fileSystem, directory: directory, cipher: cipher)
         stats.manifestBytesWritten.add(writer.size, ordering: .relaxed)
         var renamed = false
         do {
@@ -186,10 +192,15 @@ package final class VersionSet: @unchecked Sendable {
 
     /// Writes a new manifest `MANIFEST-number` holding the one record `edit`, synced, and
     /// returns its writer, still open. Nothing is left behind when it fails.
-    static func writeManifest(_ edit: VersionEdit, number: UInt64, fileSystem: any FileSystem, directory: String) throws -> LogWriter {
+    static func writeManifest(_ edit: VersionEdit, number: UInt64, fileSystem: any FileSystem, directory: String,
+                              cipher: StoreCipher?) throws -> LogWriter {
         let path = joinPath(directory, StoreFile.manifestName(number))
         let file = try fileSystem.openWritable(path, truncate: true)
-        let writer = LogWriter(file: file, path: path)
+        let writer: LogWriter
+        do { writer = try LogWriter.create(file: file, path: path, cipher: cipher) } catch {
+            try? fileSystem.removeFile(path)
+            throw error
+        }
         do {
             try edit.encode().withUnsafeBytes { try writer.addRecord($0) }
             try writer.sync()
@@ -239,7 +250,7 @@ package final class VersionSet: @unchecked Sendable {
             try? file.close()
             return false
         }
-        manifest = LogWriter(file: file, path: path)
+        manifest = LogWriter(file: file, path: path, sealer: readManifestSealer)
         return true
     }
 

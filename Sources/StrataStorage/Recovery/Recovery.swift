@@ -22,7 +22,7 @@ package enum Recovery {
         var segmentsSequence: UInt64 = 0
     }
 
-    static func run(directory: String, options: EngineOptions, stats: StatisticsCounters, cache: BlockCache) throws -> Result {
+    static func run(directory: String, options: EngineOptions, cipher: StoreCipher?, stats: StatisticsCounters, cache: BlockCache) throws -> Result {
         let fs = options.fileSystem
         if !fs.directoryExists(directory) {
             guard options.createIfMissing, !options.readOnly else { throw StorageError.notAStore(path: directory) }
@@ -41,19 +41,20 @@ package enum Recovery {
         }
         let lock = try fs.lockFile(joinPath(directory, FormatConstants.lockFileName), shared: options.readOnly)
         do {
-            return try recoverLocked(directory: directory, options: options, stats: stats, cache: cache, lock: lock)
+            return try recoverLocked(directory: directory, options: options, cipher: cipher, stats: stats, cache: cache, lock: lock)
         } catch {
             lock.release()
             throw error
         }
     }
 
-    private static func recoverLocked(directory: String, options: EngineOptions, stats: StatisticsCounters,
+    private static func recoverLocked(directory: String, options: EngineOptions, cipher: StoreCipher?, stats: StatisticsCounters,
                                       cache: BlockCache, lock: any FileLock) throws -> Result {
         let fs = options.fileSystem
         let opener = SegmentOpener(open: { meta in
             let path = joinPath(directory, StoreFile.segmentName(meta.fileNumber))
-            let reader = try SegmentReader.open(fileSystem: fs, path: path, fileNumber: meta.fileNumber, cache: cache, stats: stats)
+            let reader = try SegmentReader.open(fileSystem: fs, path: path, fileNumber: meta.fileNumber, cache: cache, stats: stats,
+                                                cipher: cipher)
             // Size, key space and key range together: a segment file swapped for another one
             // (a restored backup, a copy gone wrong) is refused instead of answering for it.
             guard reader.fileSize == meta.fileSize, reader.properties.keySpaceId == meta.keySpaceId,
@@ -92,9 +93,9 @@ package enum Recovery {
                 }
                 names = try fs.listDirectory(directory)
             }
-            versions = VersionSet.create(fileSystem: fs, directory: directory, stats: stats, opener: opener)
+            versions = VersionSet.create(fileSystem: fs, directory: directory, stats: stats, opener: opener, cipher: cipher)
         } else {
-            versions = try VersionSet.recover(fileSystem: fs, directory: directory, stats: stats, opener: opener)
+            versions = try VersionSet.recover(fileSystem: fs, directory: directory, stats: stats, opener: opener, cipher: cipher)
         }
         versions.roll = ManifestRollRule(minimumBytes: options.manifestRollMinimumBytes, liveMultiple: options.manifestRollLiveMultiple)
         // The segments open on first use (``LiveSegment``); that their files are there is
@@ -132,9 +133,9 @@ package enum Recovery {
         let segmentsSequence = lastSequence
         // Which logs are replayed, and where the history they hold ends (``WALReplay``).
         let decisions = try WALReplay.decide(logs: wals, after: lastSequence, scan: { n, start in
-            try replay(wal: joinPath(directory, StoreFile.walName(n)), fs: fs, into: loaders, after: start)
+            try replay(wal: joinPath(directory, StoreFile.walName(n)), fs: fs, cipher: cipher, into: loaders, after: start)
         }, hasDurableMark: { n, start in
-            try logHasDurableMark(joinPath(directory, StoreFile.walName(n)), fs: fs, after: start)
+            try logHasDurableMark(joinPath(directory, StoreFile.walName(n)), fs: fs, cipher: cipher, after: start)
         })
         // WALs that hold no record: every open makes a new WAL, and while the replayed data
         // stays in the memtables the log number cannot move past the older ones, so opens
@@ -166,7 +167,7 @@ package enum Recovery {
                           wal: nil, walNumber: 0, segmentsSequence: segmentsSequence)
         }
 
-        try settleReplayedLogs(directory: directory, fs: fs, torn: torn, discarded: discarded)
+        try settleReplayedLogs(directory: directory, fs: fs, cipher: cipher, torn: torn, discarded: discarded)
 
         if isNew {
             // A fresh store gets its default key space in its first manifest.
@@ -178,7 +179,7 @@ package enum Recovery {
 
         let walNumber = versions.newFileNumber()
         let walPath = joinPath(directory, StoreFile.walName(walNumber))
-        let wal = LogWriter(file: try fs.openLog(walPath), path: walPath)
+        let wal = try LogWriter.create(file: try fs.openLog(walPath), path: walPath, cipher: cipher)
         // The new WAL's directory entry must be durable before any manifest record names it and
         // before any durable write to it. A record naming it is logged now only when no older
         // WAL holds unflushed data (the new one is then where the log starts); otherwise the
@@ -214,7 +215,7 @@ package enum Recovery {
         do {
             for r in replayed where r.number != torn?.number && !removed.contains(r.number) && r.number >= versions.logNumber {
                 unsynced.append((r.number, try endReplayedLog(r.number, validEnd: r.validEnd, endsWithEndOfLog: r.endsWithEndOfLog,
-                                                              directory: directory, fs: fs)))
+                                                              directory: directory, fs: fs, cipher: cipher)))
             }
         } catch {
             for u in unsynced { try? u.log.close() }
@@ -235,7 +236,7 @@ package enum Recovery {
     ///   synced, or the next open would find its torn point again and drop every later log,
     ///   this open's writes among them.
     /// The other replayed logs are left to the first durable write (``run``'s `unsyncedLogs`).
-    static func settleReplayedLogs(directory: String, fs: any FileSystem,
+    static func settleReplayedLogs(directory: String, fs: any FileSystem, cipher: StoreCipher?,
                                    torn: (number: UInt64, validEnd: Int)?, discarded: [UInt64]) throws {
         if !discarded.isEmpty {
             for n in discarded { try fs.removeFile(joinPath(directory, StoreFile.walName(n))) }
@@ -244,7 +245,7 @@ package enum Recovery {
         guard let torn else { return }
         // It ends here now: the new log is replayed after it even before a durable mark vouches
         // for the older logs (see `unsyncedLogs`).
-        let log = try endReplayedLog(torn.number, validEnd: torn.validEnd, endsWithEndOfLog: false, directory: directory, fs: fs)
+        let log = try endReplayedLog(torn.number, validEnd: torn.validEnd, endsWithEndOfLog: false, directory: directory, fs: fs, cipher: cipher)
         do {
             try log.sync()
             try log.close()
@@ -258,11 +259,10 @@ package enum Recovery {
     /// a killed writer's reserved zeros) and ended with an end-of-log record unless its last
     /// record is one. Not synced.
     private static func endReplayedLog(_ number: UInt64, validEnd: Int, endsWithEndOfLog: Bool, directory: String,
-                                       fs: any FileSystem) throws -> LogWriter {
+                                       fs: any FileSystem, cipher: StoreCipher?) throws -> LogWriter {
         let path = joinPath(directory, StoreFile.walName(number))
-        let log = LogWriter(file: try fs.openWritable(path, truncate: false), path: path)
+        let log = try LogWriter.reopen(path, validEnd: validEnd, fileSystem: fs, cipher: cipher)
         do {
-            if log.size != UInt64(validEnd) { try log.file.truncate(to: UInt64(validEnd)) }
             if !endsWithEndOfLog { try log.appendEndOfLog() }
         } catch {
             try? log.close()
@@ -272,18 +272,20 @@ package enum Recovery {
     }
 
     /// Whether any valid record of a log carries a durable mark.
-    static func logHasDurableMark(_ path: String, fs: any FileSystem, after start: UInt64) throws -> Bool {
+    static func logHasDurableMark(_ path: String, fs: any FileSystem, cipher: StoreCipher?, after start: UInt64) throws -> Bool {
         let file = try fs.openReadable(path)
         defer { file.close() }
-        return try walReader(file, path: path, after: start).forEachRecord { _ in }.sawDurableMark
+        return try walReader(file, path: path, cipher: cipher, after: start).forEachRecord { _ in }.sawDurableMark
     }
 
     /// A reader of a WAL whose records follow sequence `start`. A record found after damage
     /// only counts as "valid" if it also looks like a batch that follows on
     /// (``WALRecord/isPlausible(payloadHead:payloadCount:after:)``): that keeps random garbage
     /// in a torn tail from passing as a record.
-    static func walReader(_ file: any ReadableFile, path: String, after start: UInt64, windowBytes: Int = replayWindowBytes) -> LogReader {
-        LogReader(file: file, path: path, allowsMarks: true, maxRecordBytes: WALRecord.maxBytes, windowBytes: windowBytes) { head, count in
+    static func walReader(_ file: any ReadableFile, path: String, cipher: StoreCipher?, after start: UInt64,
+                          windowBytes: Int = replayWindowBytes) -> LogReader {
+        LogReader(file: file, path: path, allowsMarks: true, maxRecordBytes: WALRecord.maxBytes, windowBytes: windowBytes,
+                  encryption: cipher.map { .file($0) } ?? .none) { head, count in
             WALRecord.isPlausible(payloadHead: head, payloadCount: count, after: start)
         }
     }
@@ -331,12 +333,12 @@ package enum Recovery {
     /// separate threads (different memtables share nothing); ``finishLoading(_:)`` links them
     /// once every log is read. A malformed record fails the open before anything after it is
     /// written; what was written before goes with the failed open.
-    package static func replay(wal path: String, fs: any FileSystem, into loaders: [UInt32: MemtableLoader],
+    package static func replay(wal path: String, fs: any FileSystem, cipher: StoreCipher?, into loaders: [UInt32: MemtableLoader],
                        after start: UInt64) throws -> WALScan {
         var last = start
         let file = try fs.openReadable(path)
         defer { file.close() }
-        let reader = walReader(file, path: path, after: start)
+        let reader = walReader(file, path: path, cipher: cipher, after: start)
         // Indexed by key space id (ids are small and dense): a dictionary lookup per
         // operation showed in the profile.
         let lists = ReplayLists(keySpaces: Int(loaders.keys.max() ?? 0) + 1)

@@ -61,6 +61,9 @@ final class ArchiveFollower: @unchecked Sendable {
     private var position: ReplicaPosition
     /// The position `REPLICA` holds.
     private var saved: ReplicaPosition?
+    /// The sealer of the WAL being followed, from its header in the piece at offset 0, when the
+    /// primary is encrypted: what opens the records of its later pieces (SPEC.md §14.5).
+    private var walSealer: (generation: ArchiveGeneration, wal: UInt64, sealer: FileSealer)?
 
     init(engine: Engine, target: any ArchiveTarget, position: ReplicaPosition, pollInterval: Double) {
         self.engine = engine
@@ -236,6 +239,23 @@ final class ArchiveFollower: @unchecked Sendable {
         }
     }
 
+    /// How the records of `piece` are read: in plaintext; from the header it starts with (the
+    /// piece at offset 0 of an encrypted store's WAL); or with the sealer of its WAL's header,
+    /// fetched from the WAL's first piece when the follower did not read that one (it resumed
+    /// in the middle of a WAL).
+    private func encryption(of piece: ArchivedLogPiece) throws -> LogReader.Encryption {
+        guard let cipher = SealingArchiveTarget.cipher(of: target) else { return .none }
+        if piece.offset == 0 { return .file(cipher) }
+        if let w = walSealer, w.generation == piece.generation, w.wal == piece.wal { return .records(w.sealer) }
+        let firstName = ArchiveObject.log(piece.generation, wal: piece.wal, offset: 0).name
+        let first = try ArchivedLogPiece.decode(try target.get(firstName), name: firstName)
+        guard case let .sealed(sealer) = try first.bytes.withUnsafeBytes({
+            try EncryptionHeader.read(UnsafeRawBufferPointer(rebasing: $0.prefix(EncryptionHeader.bytes)), cipher: cipher, path: firstName)
+        }) else { throw Stop(reason: "archived log piece \(firstName) has no encryption header") }
+        walSealer = (piece.generation, piece.wal, sealer)
+        return .records(sealer)
+    }
+
     /// Commits a piece's batches that come after what the engine holds.
     private func apply(_ piece: ArchivedLogPiece, engine: Engine) throws {
         let name = piece.objectName
@@ -245,7 +265,7 @@ final class ArchiveFollower: @unchecked Sendable {
         final class Last { var sequence: UInt64 = 0 }
         let last = Last()
         last.sequence = engine.latestSequence
-        let reader = LogReader(bytes: piece.bytes, path: name, allowsMarks: true) { head, count in
+        let reader = LogReader(bytes: piece.bytes, path: name, allowsMarks: true, encryption: try encryption(of: piece)) { head, count in
             WALRecord.isPlausible(payloadHead: head, payloadCount: count, after: last.sequence)
         }
         var ended = false
@@ -268,6 +288,7 @@ final class ArchiveFollower: @unchecked Sendable {
             throw Stop(reason: "archived log piece \(name) is damaged: \(e)")
         }
         if outcome.validEnd < piece.bytes.count { ended = true }   // a torn tail ends the WAL
+        if piece.offset == 0, let sealer = reader.sealer { walSealer = (piece.generation, piece.wal, sealer) }
         let observer = lock.withLock { self.observer }
         for (first, batch) in records {
             try ensureKeySpaces(upTo: batch.maxKeySpaceId, engine: engine)

@@ -24,10 +24,12 @@ extension Engine {
             throw StorageError.invalidOption(name: "pollInterval", reason: "\(pollInterval) is outside (0, 3600] seconds")
         }
         let fs = options.fileSystem
+        let sealed = SealingArchiveTarget.wrapping(target, cipher: try options.encryptionKey.map { try StoreCipher(key: $0) })
         var position: ReplicaPosition
         if !fs.fileExists(joinPath(directoryPath, FormatConstants.currentFileName)) {
             var restore = ArchiveRestoreOptions()
             restore.storeId = storeId
+            restore.encryptionKey = options.encryptionKey
             let report = try restoreArchive(from: target, toDirectoryPath: directoryPath, options: restore, fileSystem: fs)
             let generation = try target.list().lazy.compactMap { name -> ArchiveGeneration? in
                 switch ArchiveObject(name: name) {
@@ -55,7 +57,7 @@ extension Engine {
             // the two): read the generation's logs again from the first.
             position = ReplicaPosition(generation: position.generation, wal: 0, offset: 0, walEnded: true, applied: engine.latestSequence)
         }
-        let follower = ArchiveFollower(engine: engine, target: target, position: position, pollInterval: pollInterval)
+        let follower = ArchiveFollower(engine: engine, target: sealed, position: position, pollInterval: pollInterval)
         engine.follower = follower
         follower.start()
         return engine

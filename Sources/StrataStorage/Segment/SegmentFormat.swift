@@ -45,7 +45,9 @@ package struct SegmentFooter: Equatable {
         return w.bytes
     }
 
-    package static func decode(_ raw: UnsafeRawBufferPointer, file: String, fileSize: UInt64) throws -> SegmentFooter {
+    /// `trailerBytes`: what follows each block (5, or 29 in an encrypted segment, SPEC.md §14.3).
+    package static func decode(_ raw: UnsafeRawBufferPointer, file: String, fileSize: UInt64,
+                               trailerBytes: Int = FormatConstants.blockTrailerBytes) throws -> SegmentFooter {
         guard raw.count == FormatConstants.segmentFooterBytes, fileSize >= UInt64(raw.count) else {
             throw StorageError.corruption(file: file, offset: 0, reason: "file too short for a segment footer")
         }
@@ -69,7 +71,7 @@ package struct SegmentFooter: Equatable {
             guard h.size < UInt64(Int32.max) else {
                 throw StorageError.corruption(file: file, offset: footerOffset, reason: "footer block handle out of range")
             }
-            let (end, overflow) = h.offset.addingReportingOverflow(h.size + UInt64(FormatConstants.blockTrailerBytes))
+            let (end, overflow) = h.offset.addingReportingOverflow(h.size + UInt64(trailerBytes))
             guard !overflow, end <= footerOffset else {
                 throw StorageError.corruption(file: file, offset: footerOffset, reason: "footer block handle out of range")
             }

@@ -32,12 +32,29 @@ package final class SegmentReader: @unchecked Sendable {
     private let cache: BlockCache
     let stats: StatisticsCounters
     private var fileSystem: (any FileSystem)?
+    /// Opens the blocks of an encrypted segment (SPEC.md §14.3); nil for plaintext.
+    let sealer: FileSealer?
+    /// What follows each block: type and CRC (5 bytes), or nonce, tag and type when sealed.
+    let trailerBytes: Int
 
+    /// A sealed block's trailer: nonce (12), tag (16), type (1).
+    static let sealedTrailerBytes = FileSealer.overhead + 1
+
+    /// What a sealed block's tag authenticates besides its bytes: its type and its offset.
+    static func sealedBlockAAD(type: UInt8, offset: UInt64) -> [UInt8] {
+        var w = ByteWriter(capacity: 9)
+        w.append(type)
+        w.appendFixed64(offset)
+        return w.bytes
+    }
+
+    /// `cipher`: the store's, when it is encrypted; every segment must then be (its header's key
+    /// check value is checked here).
     package static func open(fileSystem: any FileSystem, path: String, fileNumber: UInt64, cache: BlockCache,
-                     stats: StatisticsCounters) throws -> SegmentReader {
+                     stats: StatisticsCounters, cipher: StoreCipher?) throws -> SegmentReader {
         let file = try fileSystem.openImmutable(path)
         do {
-            let reader = try SegmentReader(file: file, path: path, fileNumber: fileNumber, cache: cache, stats: stats)
+            let reader = try SegmentReader(file: file, path: path, fileNumber: fileNumber, cache: cache, stats: stats, cipher: cipher)
             reader.fileSystem = fileSystem
             return reader
         } catch {
@@ -46,9 +63,20 @@ package final class SegmentReader: @unchecked Sendable {
         }
     }
 
-    private init(file: any ReadableFile, path: String, fileNumber: UInt64, cache: BlockCache, stats: StatisticsCounters) throws {
+    private init(file: any ReadableFile, path: String, fileNumber: UInt64, cache: BlockCache, stats: StatisticsCounters,
+                 cipher: StoreCipher?) throws {
         self.file = file
-        mapped = (file as? PosixReadableFile)?.mappedBytes
+        // Segments are opened after the manifest, whose key check passed: a header that
+        // disagrees is damage.
+        if let cipher, case let .sealed(s) = try EncryptionHeader.read(file: file, cipher: cipher, path: path, keyChecked: true) {
+            sealer = s
+        } else {
+            sealer = nil
+        }
+        let sealer = sealer
+        trailerBytes = sealer == nil ? FormatConstants.blockTrailerBytes : Self.sealedTrailerBytes
+        // Nothing of an encrypted segment is read in place: entries are not readable alone.
+        mapped = sealer == nil ? (file as? PosixReadableFile)?.mappedBytes : nil
         self.path = path
         self.fileNumber = fileNumber
         self.cache = cache
@@ -63,10 +91,11 @@ package final class SegmentReader: @unchecked Sendable {
         try raw.withUnsafeMutableBytes { buf in
             try file.readExactly(at: fileSize - UInt64(footerBytes), into: buf, path: path, once: true)
         }
-        let footer = try raw.withUnsafeBytes { try SegmentFooter.decode($0, file: path, fileSize: fileSize) }
+        let trailerBytes = trailerBytes
+        let footer = try raw.withUnsafeBytes { try SegmentFooter.decode($0, file: path, fileSize: fileSize, trailerBytes: trailerBytes) }
         // The index and the filter wait for the first read that needs them (``BlockCell``);
         // their handles are checked against the file now.
-        for handle in [footer.index, footer.filter] where !Self.handleInRange(handle, fileSize: fileSize) {
+        for handle in [footer.index, footer.filter] where !Self.handleInRange(handle, fileSize: fileSize, trailerBytes: trailerBytes) {
             throw StorageError.corruption(file: path, offset: handle.offset, reason: "block handle out of range")
         }
         indexHandle = footer.index
@@ -74,14 +103,14 @@ package final class SegmentReader: @unchecked Sendable {
         // Read once, with `pread`: through the fresh mapping, every page would fault on first
         // touch (an open of the object-graph benchmark's 91 segments spent a tenth of its time
         // there). So are the index and the filter when first needed.
-        let propsBlock = try Self.readBlock(file: file, path: path, handle: footer.properties, parseRestarts: false, once: true)
+        let propsBlock = try Self.readBlock(file: file, path: path, handle: footer.properties, sealer: sealer, parseRestarts: false, once: true)
         guard let props = SegmentProperties.decode(propsBlock.contents) else {
             throw StorageError.corruption(file: path, offset: footer.properties.offset, reason: "malformed properties block")
         }
         properties = props
         filterLayout = BloomFilter.Layout(segmentFormat: footer.formatVersion)
         idFormat = IdBlockFormat(segmentFormat: footer.formatVersion)
-        indexSummary = IndexSummaryCell(idSpans: idFormat == .checked)
+        indexSummary = IndexSummaryCell(idSpans: idFormat == .checked && sealer == nil)
     }
 
     deinit { file.close() }
@@ -95,17 +124,17 @@ package final class SegmentReader: @unchecked Sendable {
 
     /// Whether a block and its trailer lie inside a file of `fileSize` bytes. Both numbers come
     /// from disk: compared without adding them, so no value can overflow.
-    package static func handleInRange(_ handle: BlockHandle, fileSize: UInt64) -> Bool {
-        let trailer = UInt64(FormatConstants.blockTrailerBytes)
+    package static func handleInRange(_ handle: BlockHandle, fileSize: UInt64, trailerBytes: Int = FormatConstants.blockTrailerBytes) -> Bool {
+        let trailer = UInt64(trailerBytes)
         return handle.size <= UInt64(Int32.max) && handle.offset <= fileSize && handle.size + trailer <= fileSize - handle.offset
     }
 
     /// Reads, verifies and decompresses one block. Filter and properties blocks are handled
     /// here too: for them the "contents" are raw bytes, so the restart-array check is skipped.
-    private static func readBlock(file: any ReadableFile, path: String, handle: BlockHandle, parseRestarts: Bool = true,
+    private static func readBlock(file: any ReadableFile, path: String, handle: BlockHandle, sealer: FileSealer?, parseRestarts: Bool = true,
                                   idFormat: IdBlockFormat = .none, once: Bool = false, alignment: Int = 8) throws -> Block {
-        let trailer = FormatConstants.blockTrailerBytes
-        guard handleInRange(handle, fileSize: file.size) else {
+        let trailer = sealer == nil ? FormatConstants.blockTrailerBytes : sealedTrailerBytes
+        guard handleInRange(handle, fileSize: file.size, trailerBytes: trailer) else {
             throw StorageError.corruption(file: path, offset: handle.offset, reason: "block handle out of range")
         }
         let n = Int(handle.size)
@@ -119,7 +148,39 @@ package final class SegmentReader: @unchecked Sendable {
             buf.deallocate()
             throw error
         }
+        if let sealer {
+            return try openSealedBlock(buf, sealer: sealer, path: path, handle: handle, parseRestarts: parseRestarts,
+                                       idFormat: idFormat, alignment: alignment)
+        }
         return try decodeBlock(UnsafeRawBufferPointer(buf), owned: buf, path: path, handle: handle, parseRestarts: parseRestarts,
+                               idFormat: idFormat)
+    }
+
+    /// Opens a sealed block (`nonce | ciphertext | tag | type`, SPEC.md §14.3) read into `sealed`,
+    /// which this takes over, then decompresses it like a plaintext one. A tag that does not
+    /// match (any changed byte, a block moved from another offset, another key) is corruption.
+    private static func openSealedBlock(_ sealed: UnsafeMutableRawBufferPointer, sealer: FileSealer, path: String, handle: BlockHandle,
+                                        parseRestarts: Bool, idFormat: IdBlockFormat, alignment: Int) throws -> Block {
+        defer { sealed.deallocate() }
+        let n = Int(handle.size)
+        let type = sealed[n + FileSealer.overhead]
+        // The plaintext and a trailer-sized tail, so that `decodeBlock`'s layout (payload, type,
+        // CRC) holds: its CRC is computed here over what the tag already vouched for.
+        let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: n + FormatConstants.blockTrailerBytes, alignment: alignment)
+        let aad = sealedBlockAAD(type: type, offset: handle.offset)
+        let opened = aad.withUnsafeBytes {
+            sealer.open(UnsafeRawBufferPointer(rebasing: sealed[0..<(n + FileSealer.overhead)]), aad: $0,
+                        into: UnsafeMutableRawBufferPointer(rebasing: plain[0..<n]))
+        }
+        guard opened else {
+            plain.deallocate()
+            throw StorageError.corruption(file: path, offset: handle.offset, reason: "block fails its authentication tag")
+        }
+        plain[n] = type
+        let crc = Checksum.crc32c(UnsafeRawBufferPointer(rebasing: plain[0..<(n + 1)]))
+        var masked = Checksum.mask(crc).littleEndian
+        withUnsafeBytes(of: &masked) { plain.baseAddress!.advanced(by: n + 1).copyMemory(from: $0.baseAddress!, byteCount: 4) }
+        return try decodeBlock(UnsafeRawBufferPointer(plain), owned: plain, path: path, handle: handle, parseRestarts: parseRestarts,
                                idFormat: idFormat)
     }
 
@@ -172,12 +233,12 @@ package final class SegmentReader: @unchecked Sendable {
         }
         stats.blockCacheMisses.add(1, ordering: .relaxed)
         // A read that skips the cache (compaction) will not come back to this block soon.
-        let b = try Self.readBlock(file: file, path: path, handle: handle, idFormat: idFormat, once: !fillCache)
-        stats.bytesRead.add(handle.size + UInt64(FormatConstants.blockTrailerBytes), ordering: .relaxed)
+        let b = try Self.readBlock(file: file, path: path, handle: handle, sealer: sealer, idFormat: idFormat, once: !fillCache)
+        stats.bytesRead.add(handle.size + UInt64(trailerBytes), ordering: .relaxed)
         // A format 5 id block is not cached either way: point reads copy its entries out of the
         // file, and a scan, which reads it whole, reads each block once (SPEC.md §6.1.1). The
         // OS page cache keeps its bytes; the block cache keeps the blocks read many times.
-        if fillCache && !(b.idLayout?.isChecked ?? false) { cache.insert(key, b) }
+        if fillCache && (sealer != nil || !(b.idLayout?.isChecked ?? false)) { cache.insert(key, b) }
         return b
     }
 
@@ -200,14 +261,14 @@ package final class SegmentReader: @unchecked Sendable {
     /// The filter block's bytes, read and checked by the first call.
     @inline(__always) private func filterBytes() throws -> UnsafeRawBufferPointer {
         try filterCell.contents {
-            try Self.readBlock(file: file, path: path, handle: filterHandle, parseRestarts: false, once: true,
+            try Self.readBlock(file: file, path: path, handle: filterHandle, sealer: sealer, parseRestarts: false, once: true,
                                alignment: BloomFilter.lineBytes)
         }
     }
 
     /// The index block, read and checked by the first call; unretained (``BlockCell``).
     @inline(__always) func indexBlock() throws -> Unmanaged<Block> {
-        try indexCell.block { try Self.readBlock(file: file, path: path, handle: indexHandle, once: true) }
+        try indexCell.block { try Self.readBlock(file: file, path: path, handle: indexHandle, sealer: sealer, once: true) }
     }
 
     /// Calls `body` with the index block, read and checked by the first call.

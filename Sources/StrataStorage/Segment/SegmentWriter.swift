@@ -50,13 +50,21 @@ final class SegmentWriter {
     /// When set, each data block written also goes into this cache, under this segment's file
     /// number (``EngineOptions/cacheFillingKeySpaces``).
     private let cacheFill: (cache: BlockCache, segmentId: UInt64)?
+    /// Seals every block when the store is encrypted (SPEC.md §14.3); the file then starts with
+    /// its encryption header.
+    private let sealer: FileSealer?
 
     init(file: any WritableFile, path: String, keySpaceId: UInt32, layout: SegmentLayout,
-         cacheFill: (cache: BlockCache, segmentId: UInt64)? = nil) {
+         cacheFill: (cache: BlockCache, segmentId: UInt64)? = nil, cipher: StoreCipher? = nil) {
         self.file = file
         self.path = path
         self.layout = layout
         self.cacheFill = cacheFill
+        sealer = cipher?.newFile()
+        if let sealer {
+            output.append(sealer.header)
+            offset = UInt64(EncryptionHeader.bytes)
+        }
         dataBlock = BlockBuilder(restartInterval: layout.restartInterval)
         idBlock = IdBlockBuilder(checked: IdBlockFormat(segmentFormat: layout.formatVersion) == .checked)
         properties = SegmentProperties(keySpaceId: keySpaceId, entryCount: 0, deletionCount: 0,
@@ -138,7 +146,9 @@ final class SegmentWriter {
         // The index entry is the block's last key.
         if !idBlock.isEmpty {
             idBlock.key(idBlock.entryCount - 1, into: &pendingIndexKey)
-            if IdBlockFormat(segmentFormat: layout.formatVersion) == .checked {
+            // An encrypted segment has no raw id blocks: an entry cannot be read without its
+            // block's tag, so its id blocks are sealed (and compressed) like any other block.
+            if IdBlockFormat(segmentFormat: layout.formatVersion) == .checked && sealer == nil {
                 // Stored raw, so that a point read copies one entry and its value out of the
                 // file (SPEC.md §6.1.1); no cache fill either: such reads do not use the cache.
                 pendingSpan = idBlock.span
@@ -204,6 +214,16 @@ final class SegmentWriter {
 
     private func appendBlock(_ payload: UnsafeRawBufferPointer, type: BlockCompression) throws -> BlockHandle {
         let handle = BlockHandle(offset: offset, size: UInt64(payload.count))
+        if let sealer {
+            // `nonce | ciphertext | tag | type`; the tag covers the type and the block's offset,
+            // so a block moved elsewhere in the file fails like a changed one.
+            let aad = SegmentReader.sealedBlockAAD(type: type.rawValue, offset: offset)
+            aad.withUnsafeBytes { sealer.seal(payload, aad: $0, into: &output) }
+            output.append(type.rawValue)
+            offset += UInt64(payload.count + SegmentReader.sealedTrailerBytes)
+            if output.count >= 256 * 1024 { try flushOutput() }
+            return handle
+        }
         output.append(payload)
         output.append(type.rawValue)
         var crc = Checksum.crc32c(payload)

@@ -41,20 +41,31 @@ enum StatsFile {
     }
 
     /// The counters stored in `directory`, or zeros when there is no `STATS` file.
-    static func read(directory: String, fileSystem: any FileSystem) throws -> EngineCounters {
+    static func read(directory: String, fileSystem: any FileSystem, cipher: StoreCipher?) throws -> EngineCounters {
         let p = path(in: directory)
         guard fileSystem.fileExists(p) else { return EngineCounters() }
-        return try decode(try fileSystem.readWholeFile(p, limit: FormatConstants.smallFileMaxBytes), path: p)
+        return try decode(try fileSystem.readWholeFile(p, limit: FormatConstants.smallFileMaxBytes), path: p, cipher: cipher)
     }
+
+    /// The counters of a file that is sealed whole when the store is encrypted (SPEC.md §14.4).
+    static func decode(_ bytes: [UInt8], path: String, cipher: StoreCipher?) throws -> EngineCounters {
+        guard let cipher else { return try decode(bytes, path: path) }
+        return try decode(try SealedFile.open(bytes, cipher: cipher, label: sealLabel, path: path), path: path)
+    }
+
+    /// What a sealed `STATS` authenticates besides its bytes.
+    static let sealLabel = "strata STATS"
+
 
     /// Replaces the file through a temporary and a rename, so a crash leaves the old or the new
     /// file, never half of one. Not synced: losing the latest counters to a power cut is fine.
-    static func write(_ counters: EngineCounters, directory: String, fileSystem: any FileSystem) throws {
+    static func write(_ counters: EngineCounters, directory: String, fileSystem: any FileSystem, cipher: StoreCipher?) throws {
         let p = path(in: directory)
         let tmp = p + FormatConstants.tempSuffix
         let file = try fileSystem.openWritable(tmp, truncate: true)
         do {
-            try encode(counters).withUnsafeBytes { try file.append($0) }
+            let bytes = cipher.map { SealedFile.seal(encode(counters), cipher: $0, label: sealLabel) } ?? encode(counters)
+            try bytes.withUnsafeBytes { try file.append($0) }
             try file.close()
             try fileSystem.rename(tmp, to: p)
         } catch {

@@ -40,33 +40,60 @@ extension Engine {
     /// ``StorageError/locked(path:)`` when a writer has it open (verification takes the shared
     /// lock read-only openers take).
     ///
+    /// An encrypted store needs its key (`encryptionKey`): without it, or with another, this
+    /// throws ``StorageError/encryptionKeyRequired(file:)`` or
+    /// ``StorageError/wrongEncryptionKey(file:)`` before checking anything; every sealed unit's
+    /// tag is then checked as a checksum would be.
+    ///
     /// ```swift
     /// let report = try Engine.verify(directory: path)
     /// for p in report.problems { print(p) }
     /// ```
-    public static func verify(directory: String, fileSystem: any FileSystem = PosixFileSystem()) throws -> StorageVerification {
+    public static func verify(directory: String, fileSystem: any FileSystem = PosixFileSystem(),
+                              encryptionKey: [UInt8]? = nil) throws -> StorageVerification {
         let fs = fileSystem
         let currentPath = joinPath(directory, FormatConstants.currentFileName)
         guard fs.directoryExists(directory), fs.fileExists(currentPath) else { throw StorageError.notAStore(path: directory) }
+        let cipher = try encryptionKey.map { try StoreCipher(key: $0) }
         let lockPath = joinPath(directory, FormatConstants.lockFileName)
         let lock = fs.fileExists(lockPath) ? try fs.lockFile(lockPath, shared: true) : nil
         defer { lock?.release() }
-        var verifier = StorageVerifier(directory: directory, fs: fs)
+        try checkEncryptionKey(directory: directory, fs: fs, cipher: cipher)
+        var verifier = StorageVerifier(directory: directory, fs: fs, cipher: cipher)
         verifier.run(currentPath: currentPath)
         return verifier.report
     }
 }
 
-/// The walk behind ``Engine/verify(directory:fileSystem:)``.
+extension Engine {
+    /// Throws the typed error of a key that does not open the store in `directory` (none for an
+    /// encrypted store, another one, or one for a plaintext store), judged from the header of
+    /// the manifest `CURRENT` names; a store whose `CURRENT` or manifest cannot be read is left
+    /// to the caller's own checks, which report that damage.
+    static func checkEncryptionKey(directory: String, fs: any FileSystem, cipher: StoreCipher?) throws {
+        let currentPath = joinPath(directory, FormatConstants.currentFileName)
+        guard let current = try? fs.readWholeFile(currentPath, limit: FormatConstants.smallFileMaxBytes),
+              let number = try? VersionSet.parseCurrent(current, path: currentPath) else { return }
+        let path = joinPath(directory, StoreFile.manifestName(number))
+        guard let file = try? fs.openReadable(path) else { return }
+        defer { file.close() }
+        guard file.size > 0 else { return }
+        _ = try EncryptionHeader.read(file: file, cipher: cipher, path: path)
+    }
+}
+
+/// The walk behind ``Engine/verify(directory:fileSystem:encryptionKey:)``.
 struct StorageVerifier {
     let directory: String
     let fs: any FileSystem
+    let cipher: StoreCipher?
     var report = StorageVerification()
     private let stats = StatisticsCounters()
     /// A small cache: every block is read once, with `fillCache` false.
     private let cache = BlockCache(capacityBytes: 1 << 20)
 
-    init(directory: String, fs: any FileSystem) {
+    init(directory: String, fs: any FileSystem, cipher: StoreCipher?) {
+        self.cipher = cipher
         self.directory = directory
         self.fs = fs
     }
@@ -143,7 +170,7 @@ struct StorageVerifier {
             do {
                 let bytes = try fs.readWholeFile(statsPath, limit: FormatConstants.smallFileMaxBytes)
                 report.bytesChecked += UInt64(bytes.count)
-                _ = try StatsFile.decode(bytes, path: statsPath)
+                _ = try StatsFile.decode(bytes, path: statsPath, cipher: cipher)
             } catch {
                 problem(error, file: statsPath)
             }
@@ -172,7 +199,7 @@ struct StorageVerifier {
         do {
             let bytes = try fs.readWholeFile(path, limit: FormatConstants.manifestMaxBytes)
             report.bytesChecked += UInt64(bytes.count)
-            let outcome = try LogReader(bytes: bytes, path: path, allowsMarks: false).forEachRecord { record in
+            let outcome = try LogReader(bytes: bytes, path: path, allowsMarks: false, encryption: cipher.map { .file($0) } ?? .none).forEachRecord { record in
                 try replay.apply(record.payload, offset: record.offset, path: path)
             }
             if outcome.droppedTornTail {
@@ -199,7 +226,8 @@ struct StorageVerifier {
             return
         }
         do {
-            let reader = try SegmentReader.open(fileSystem: fs, path: path, fileNumber: meta.fileNumber, cache: cache, stats: stats)
+            let reader = try SegmentReader.open(fileSystem: fs, path: path, fileNumber: meta.fileNumber, cache: cache, stats: stats,
+                                                cipher: cipher)
             report.bytesChecked += reader.fileSize
             guard reader.fileSize == meta.fileSize else {
                 throw StorageError.corruption(file: path, offset: 0,
@@ -267,6 +295,13 @@ struct StorageVerifier {
     /// point reads trust instead of the block) says what the block holds; other blocks have none.
     static func checkIdBlock(_ block: Block, indexValue: UnsafeRawBufferPointer, reader: SegmentReader, offset: UInt64) throws {
         guard reader.idFormat == .checked else { return }
+        if reader.sealer != nil {
+            // An encrypted segment's index has no spans (its id blocks are sealed whole).
+            if let i = block.idLayout?.firstDamagedEntry() {
+                throw StorageError.corruption(file: reader.path, offset: offset, reason: "id block entry \(i) fails its checksum")
+            }
+            return
+        }
         var r = ByteReader(indexValue)
         _ = BlockHandle.decode(&r)
         guard let span = IdBlockSpan.decode(&r) else {
@@ -294,7 +329,7 @@ struct StorageVerifier {
             let file = try fs.openReadable(path)
             defer { file.close() }
             report.bytesChecked += file.size
-            let outcome = try Recovery.walReader(file, path: path, after: start).forEachRecord { record in
+            let outcome = try Recovery.walReader(file, path: path, cipher: cipher, after: start).forEachRecord { record in
                 if record.isEndOfLog { return }
                 scan.records += 1
                 let batch = try WALRecord(parsing: record.payload, path: path, offset: record.offset)

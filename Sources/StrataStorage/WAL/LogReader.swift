@@ -49,14 +49,30 @@ package final class LogReader {
 
     static let defaultWindowBytes = 4 << 20
 
+    /// How the log's records are protected (SPEC.md §14.2).
+    package enum Encryption {
+        /// Plaintext records with CRCs. A log that starts with an encryption header is refused
+        /// with ``StorageError/encryptionKeyRequired(file:)``.
+        case none
+        /// A whole encrypted file: its header first, then sealed records.
+        case file(StoreCipher)
+        /// Sealed records of a file whose header is elsewhere (an archived piece of a WAL that
+        /// does not start at offset 0).
+        case records(FileSealer)
+    }
+    let encryption: Encryption
+    /// The sealer of the records, once the header is read.
+    private(set) var sealer: FileSealer?
+
     private var window: UnsafeMutableRawBufferPointer
     private var windowStart = 0
     private var windowCount = 0
     private let fileSize: Int
 
     init(file: any ReadableFile, path: String, allowsMarks: Bool, maxRecordBytes: Int = Int(Int32.max),
-         windowBytes: Int = LogReader.defaultWindowBytes,
+         windowBytes: Int = LogReader.defaultWindowBytes, encryption: Encryption = .none,
          plausible: @escaping (_ payloadHead: UnsafeRawBufferPointer, _ payloadCount: Int) -> Bool = { _, _ in true }) {
+        self.encryption = encryption
         self.file = file
         self.path = path
         self.allowsMarks = allowsMarks
@@ -67,9 +83,9 @@ package final class LogReader {
     }
 
     /// A reader over bytes in memory (fuzzing, tests).
-    package convenience init(bytes: [UInt8], path: String, allowsMarks: Bool,
+    package convenience init(bytes: [UInt8], path: String, allowsMarks: Bool, encryption: Encryption = .none,
                      plausible: @escaping (_ payloadHead: UnsafeRawBufferPointer, _ payloadCount: Int) -> Bool = { _, _ in true }) {
-        self.init(file: MemoryReadableFile(bytes), path: path, allowsMarks: allowsMarks, plausible: plausible)
+        self.init(file: MemoryReadableFile(bytes), path: path, allowsMarks: allowsMarks, encryption: encryption, plausible: plausible)
     }
 
     deinit { window.deallocate() }
@@ -91,6 +107,10 @@ package final class LogReader {
     /// Calls `body` with each valid record in order, up to the log's end or a torn tail.
     package func forEachRecord(_ body: (LogRecord) throws -> Void) throws -> Outcome {
         var offset = 0
+        switch try readHeader() {
+        case let .recordsFrom(start): offset = start
+        case let .noRecords(torn): return Outcome(validEnd: 0, droppedTornTail: torn, sawDurableMark: false)
+        }
         var sawMark = false
         var ended = false
         var unlimited = Int.max
@@ -120,7 +140,7 @@ package final class LogReader {
             // that makes every 16th offset a plausible marked record claiming a megabyte) would
             // cost a megabyte per 16 bytes of log. Real damage stays far below it.
             var budget = Self.probeBudget(remaining: fileSize - offset)
-            while probe + FormatConstants.logRecordHeaderBytes + FormatConstants.logRecordMarkBytes <= fileSize {
+            while probe + headerBytes + FormatConstants.logRecordMarkBytes <= fileSize {
                 guard let later = try markedRecord(at: probe, budget: &budget, damageAt: offset) else {
                     probe += 1
                     continue
@@ -139,14 +159,47 @@ package final class LogReader {
         return Outcome(validEnd: offset, droppedTornTail: false, sawDurableMark: sawMark, sawEndOfLog: ended)
     }
 
+    private enum HeaderReading {
+        case recordsFrom(Int)
+        /// A log of an encrypted store whose header is incomplete: created, then cut short by a
+        /// crash before its first record could be durable. `torn`: some bytes were there.
+        case noRecords(torn: Bool)
+    }
+
+    /// Reads the encryption header, if the log has one, and says where its records start.
+    private func readHeader() throws -> HeaderReading {
+        switch encryption {
+        case let .records(s):
+            sealer = s
+            return .recordsFrom(0)
+        case .none:
+            if let head = try bytes(at: 0, count: 8), EncryptionHeader.startsWithMagic(head) {
+                throw StorageError.encryptionKeyRequired(file: path)
+            }
+            return .recordsFrom(0)
+        case let .file(cipher):
+            let headBytes = min(fileSize, EncryptionHeader.bytes)
+            guard headBytes > 0, let head = try bytes(at: 0, count: headBytes) else { return .noRecords(torn: false) }
+            // A header never reached the disk (the log's space was reserved, or the file created,
+            // just before a crash): no record can follow it.
+            if !EncryptionHeader.startsWithMagic(head) && head.prefix(8).allSatisfy({ $0 == 0 }) {
+                return .noRecords(torn: !(try zerosToEnd(from: 0)))
+            }
+            if headBytes < EncryptionHeader.bytes && EncryptionHeader.startsWithMagic(head) { return .noRecords(torn: true) }
+            // A WAL is read after the manifest opened with this key: a header that disagrees is damage.
+            if case let .sealed(s) = try EncryptionHeader.read(head, cipher: cipher, path: path, keyChecked: allowsMarks) { sealer = s }
+            return .recordsFrom(EncryptionHeader.bytes)
+        }
+    }
+
     /// The well-formed record at `offset` that carries a durable mark no greater than its own
     /// offset (a mark is the log's synced length when the record was appended), whose payload
     /// ``plausible`` accepts; nil otherwise. The cost of checksumming it is taken from `budget`:
     /// once spent, the damage at `damageAt` cannot be judged, and is corruption.
     private func markedRecord(at offset: Int, budget: inout Int, damageAt: Int) throws -> LogRecord? {
-        let header = FormatConstants.logRecordHeaderBytes, markBytes = FormatConstants.logRecordMarkBytes
+        let header = headerBytes, markBytes = FormatConstants.logRecordMarkBytes
         guard let head = try bytes(at: offset, count: header + markBytes) else { return nil }
-        let lengthField = loadFixed32(head, 4)
+        let lengthField = loadFixed32(head, header - 4)
         guard lengthField & FormatConstants.logRecordMarkFlag != 0 else { return nil }
         let mark = loadFixed64(head, header)
         guard mark >= 1, mark <= UInt64(offset) else { return nil }
@@ -160,7 +213,12 @@ package final class LogReader {
     /// The well-formed record at `offset`, or nil; with `checkingPlausibility`, nil also when
     /// ``plausible`` rejects its start (checked before its checksum), whose cost is taken from
     /// `budget`: once spent, the damage at `damageAt` cannot be judged, and is corruption.
+    /// A record's header: `crc | length` in plaintext, `length` alone when sealed (the tag
+    /// follows the body instead, SPEC.md §14.2).
+    private var headerBytes: Int { sealer == nil ? FormatConstants.logRecordHeaderBytes : 4 }
+
     private func record(at offset: Int, checkingPlausibility: Bool = false, budget: inout Int, damageAt: Int = 0) throws -> LogRecord? {
+        if let sealer { return try sealedRecord(at: offset, sealer: sealer, checkingPlausibility: checkingPlausibility, budget: &budget, damageAt: damageAt) }
         let header = FormatConstants.logRecordHeaderBytes
         guard let head = try bytes(at: offset, count: header) else { return nil }
         let storedCRC = loadFixed32(head, 0)
@@ -186,6 +244,42 @@ package final class LogReader {
         guard Checksum.unmask(storedCRC) == Checksum.crc32c(covered) else { return nil }
         let payload = UnsafeRawBufferPointer(rebasing: whole[(header + markBytes)...])
         return LogRecord(payload: payload, offset: offset, end: offset + header + length, durableMark: marked ? loadFixed64(whole, header) : nil)
+    }
+
+    /// The sealed record at `offset` (`length | [mark] | nonce | ciphertext | tag`), opened in
+    /// place in the window so that its payload stays valid as long as a plaintext one would;
+    /// nil when it is not whole or its tag does not match. Plausibility can only be judged after
+    /// opening, so a search past damage pays for the opening from its budget.
+    private func sealedRecord(at offset: Int, sealer: FileSealer, checkingPlausibility: Bool, budget: inout Int, damageAt: Int) throws -> LogRecord? {
+        guard let head = try bytes(at: offset, count: 4) else { return nil }
+        let lengthField = loadFixed32(head, 0)
+        let marked = lengthField & FormatConstants.logRecordMarkFlag != 0
+        if marked && !allowsMarks { return nil }
+        let length = Int(lengthField & ~FormatConstants.logRecordMarkFlag)
+        let markBytes = marked ? FormatConstants.logRecordMarkBytes : 0
+        let overhead = FileSealer.overhead
+        guard length >= markBytes, length <= maxRecordBytes, fileSize - offset - 4 >= overhead,
+              length <= fileSize - offset - 4 - overhead else { return nil }
+        let total = 4 + length + overhead
+        if checkingPlausibility {
+            budget -= total
+            guard budget >= 0 else {
+                throw StorageError.corruption(file: path, offset: UInt64(damageAt),
+                                              reason: "damaged log record followed by more candidate records than a crash leaves (crafted bytes?)")
+            }
+        }
+        guard let whole = try bytes(at: offset, count: total) else { return nil }
+        let aad = UnsafeRawBufferPointer(rebasing: whole[0..<(4 + markBytes)])
+        let sealed = UnsafeRawBufferPointer(rebasing: whole[(4 + markBytes)...])
+        let payloadCount = length - markBytes
+        // The plaintext goes where the nonce started: the window keeps it until it moves.
+        let out = UnsafeMutableRawBufferPointer(mutating: UnsafeRawBufferPointer(rebasing: whole[(4 + markBytes)..<(4 + markBytes + payloadCount)]))
+        guard sealer.open(sealed, aad: aad, into: out) else { return nil }
+        let payload = UnsafeRawBufferPointer(out)
+        if checkingPlausibility {
+            guard plausible(UnsafeRawBufferPointer(rebasing: payload[..<min(payloadCount, Self.plausibleHeadBytes)]), payloadCount) else { return nil }
+        }
+        return LogRecord(payload: payload, offset: offset, end: offset + total, durableMark: marked ? loadFixed64(whole, 4) : nil)
     }
 
     /// Whether every byte from `offset` to the end of the file is zero.

@@ -24,27 +24,84 @@ final class LogWriter {
     /// megabytes must not exist twice in memory (SPEC.md §5.1).
     static let directAppendBytes = 1 << 20
 
-    init(file: any WritableFile, path: String) {
+    /// Seals each record when the store is encrypted (SPEC.md §14.2); nil for plaintext.
+    let sealer: FileSealer?
+    /// The body of a sealed record before it is sealed, reused from record to record.
+    private var sealScratch = ByteWriter(capacity: 0)
+
+    init(file: any WritableFile, path: String, sealer: FileSealer? = nil) {
         self.file = file
         self.path = path
+        self.sealer = sealer
+    }
+
+    /// A writer of a new, empty log: an encrypted one starts with its header (SPEC.md §14.1),
+    /// which carries the file's salt. Not synced.
+    static func create(file: any WritableFile, path: String, cipher: StoreCipher?) throws -> LogWriter {
+        let sealer = cipher?.newFile()
+        if let sealer {
+            do { try sealer.header.withUnsafeBytes { try file.append($0) } } catch {
+                try? file.close()
+                throw error
+            }
+        }
+        return LogWriter(file: file, path: path, sealer: sealer)
+    }
+
+    /// A writer that appends to an existing log, cut back to `validEnd` first when it is
+    /// longer: an encrypted log keeps its header and salt (records are sealed with random nonces,
+    /// so appending after a cut never repeats a nonce), unless the header itself is incomplete
+    /// (a crash right after the log was created), which is then written afresh.
+    static func reopen(_ path: String, validEnd: Int, fileSystem fs: any FileSystem, cipher: StoreCipher?) throws -> LogWriter {
+        var sealer: FileSealer?
+        var end = UInt64(validEnd)
+        if let cipher {
+            let readable = try fs.openReadable(path)
+            defer { readable.close() }
+            if readable.size >= UInt64(EncryptionHeader.bytes), validEnd >= EncryptionHeader.bytes,
+               case let .sealed(s) = try EncryptionHeader.read(file: readable, cipher: cipher, path: path) {
+                sealer = s
+            } else {
+                end = 0
+            }
+        }
+        let file = try fs.openWritable(path, truncate: false)
+        do {
+            if file.size != end { try file.truncate(to: end) }
+            if cipher != nil && end == 0 {
+                let fresh = cipher!.newFile()
+                try fresh.header.withUnsafeBytes { try file.append($0) }
+                sealer = fresh
+            }
+        } catch {
+            try? file.close()
+            throw error
+        }
+        return LogWriter(file: file, path: path, sealer: sealer)
     }
 
     var size: UInt64 { file.size }
 
-    /// Frames `payload` into `out` (no I/O), so several records can go out in one write.
+    /// Frames `payload` as a plaintext record (tests craft logs with it).
     static func frame(_ payload: UnsafeRawBufferPointer, into out: inout ByteWriter) {
-        frame(payloadBytes: payload.count, lengthFlags: 0, into: &out) { $0.append(payload) }
+        let start = out.count
+        out.appendFixed32(0)
+        out.appendFixed32(UInt32(payload.count))
+        out.append(payload)
+        let crc = out.bytes.withUnsafeBytes { Checksum.crc32c(UnsafeRawBufferPointer(rebasing: $0[(start + 4)...])) }
+        out.setFixed32(Checksum.mask(crc), at: start)
+    }
+
+    /// Frames `payload` into `out` (no I/O), so several records can go out in one write.
+    func frame(_ payload: UnsafeRawBufferPointer, into out: inout ByteWriter) {
+        frame(mark: nil, bodyBytes: payload.count, into: &out) { $0.append(payload) }
     }
 
     /// Frames a WAL record whose payload is `sequence` (u64) followed by the batch encoding,
     /// without building the payload separately (SPEC.md §5.1); the first record framed after
     /// a sync carries the durable mark.
     func frameBatch(sequence: UInt64, batch: [UInt8], into out: inout ByteWriter) {
-        let mark = takeMark()
-        let markBytes = mark == nil ? 0 : FormatConstants.logRecordMarkBytes
-        Self.frame(payloadBytes: markBytes + WALRecord.payloadBytes(batchBytes: batch.count),
-                   lengthFlags: mark == nil ? 0 : FormatConstants.logRecordMarkFlag, into: &out) {
-            if let mark { $0.appendFixed64(mark) }
+        frame(mark: takeMark(), bodyBytes: WALRecord.payloadBytes(batchBytes: batch.count), into: &out) {
             WALRecord.appendHeader(firstSequence: sequence, to: &$0)
             $0.append(batch)
         }
@@ -54,6 +111,14 @@ final class LogWriter {
     /// (and mark and sequence) from a small buffer, then the batch, one CRC over both. Cut back
     /// on failure, like ``appendFramed(_:)``.
     func appendBatch(sequence: UInt64, batch: [UInt8]) throws {
+        if sealer != nil {
+            // Sealing needs the whole record in one buffer: an encrypted log frames it as a
+            // small one (a large batch costs one more copy of itself while it is sealed).
+            var framed = ByteWriter(capacity: batch.count + 64)
+            frameBatch(sequence: sequence, batch: batch, into: &framed)
+            try appendFramed(framed.bytes)
+            return
+        }
         let mark = takeMark()
         let markBytes = mark == nil ? 0 : FormatConstants.logRecordMarkBytes
         var head = ByteWriter(capacity: 32)
@@ -97,27 +162,37 @@ final class LogWriter {
     /// last durable records of a log closed after a sync are vouched for too.
     func appendEndOfLog() throws {
         scratch.removeAll()
-        if let mark = takeMark() {
-            Self.frame(payloadBytes: FormatConstants.logRecordMarkBytes, lengthFlags: FormatConstants.logRecordMarkFlag,
-                       into: &scratch) { $0.appendFixed64(mark) }
-        } else {
-            Self.frame(UnsafeRawBufferPointer(start: nil, count: 0), into: &scratch)
-        }
+        frame(mark: takeMark(), bodyBytes: 0, into: &scratch) { _ in }
         try appendFramed(scratch.bytes)
     }
 
     /// Notes that every earlier log was synced (at a WAL rotation): the next record says so.
     func noteEarlierLogsDurable() { markPending = true }
 
-    /// Writes the header, lets `writePayload` append exactly `payloadBytes` bytes, then fills
-    /// in the CRC over length and payload.
-    private static func frame(payloadBytes: Int, lengthFlags: UInt32, into out: inout ByteWriter,
-                              _ writePayload: (inout ByteWriter) -> Void) {
+    /// Frames one record into `out`: the header, the durable mark if any, and the body that
+    /// `writeBody` appends (exactly `bodyBytes` bytes). A plaintext record is
+    /// `crc | length | [mark] | body`, the CRC over everything after it; a sealed one is
+    /// `length | [mark] | nonce | ciphertext of body | tag`, the length and the mark
+    /// authenticated with the body (SPEC.md §14.2). The length counts the mark and the body.
+    private func frame(mark: UInt64?, bodyBytes: Int, into out: inout ByteWriter, _ writeBody: (inout ByteWriter) -> Void) {
+        let markBytes = mark == nil ? 0 : FormatConstants.logRecordMarkBytes
+        let lengthField = UInt32(markBytes + bodyBytes) | (mark == nil ? 0 : FormatConstants.logRecordMarkFlag)
         let start = out.count
+        if let sealer {
+            out.appendFixed32(lengthField)
+            if let mark { out.appendFixed64(mark) }
+            sealScratch.removeAll()
+            writeBody(&sealScratch)
+            precondition(sealScratch.count == bodyBytes, "payload length mismatch")
+            let aad = Array(out.bytes[start...])
+            aad.withUnsafeBytes { a in sealScratch.bytes.withUnsafeBytes { sealer.seal($0, aad: a, into: &out) } }
+            return
+        }
         out.appendFixed32(0)
-        out.appendFixed32(UInt32(payloadBytes) | lengthFlags)
-        writePayload(&out)
-        precondition(out.count == start + FormatConstants.logRecordHeaderBytes + payloadBytes, "payload length mismatch")
+        out.appendFixed32(lengthField)
+        if let mark { out.appendFixed64(mark) }
+        writeBody(&out)
+        precondition(out.count == start + FormatConstants.logRecordHeaderBytes + markBytes + bodyBytes, "payload length mismatch")
         let crc = out.bytes.withUnsafeBytes { raw in
             Checksum.crc32c(UnsafeRawBufferPointer(rebasing: raw[(start + 4)...]))
         }
@@ -128,7 +203,7 @@ final class LogWriter {
     /// never leaves half a record in front of later ones.
     func addRecord(_ payload: UnsafeRawBufferPointer) throws {
         scratch.removeAll()
-        Self.frame(payload, into: &scratch)
+        frame(payload, into: &scratch)
         try appendFramed(scratch.bytes)
     }
 

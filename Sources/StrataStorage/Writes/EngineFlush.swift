@@ -117,7 +117,7 @@ extension Engine {
     private func writeSegment(from mem: Memtable, keySpaceId: UInt32, fileNumber: UInt64, path: String) throws -> SegmentMeta {
         let file = try fileSystem.openWritable(path, truncate: true)
         let writer = SegmentWriter(file: file, path: path, keySpaceId: keySpaceId, layout: layout(forKeySpace: keySpaceId),
-                                   cacheFill: fillsCacheOnFlush(keySpaceId) ? (cache, fileNumber) : nil)
+                                   cacheFill: fillsCacheOnFlush(keySpaceId) ? (cache, fileNumber) : nil, cipher: cipher)
         do {
             let it = MemtableIterator(mem)
             it.seekToFirst()

@@ -329,6 +329,11 @@ extension Engine {
         let number = manifestLock.withLock { versions.newFileNumber() }
         let path = joinPath(directory, StoreFile.walName(number))
         let file = try fileSystem.openLog(path)
+        let next: LogWriter
+        do { next = try LogWriter.create(file: file, path: path, cipher: cipher) } catch {
+            try? fileSystem.removeFile(path)
+            throw error
+        }
         // What the old log would have said in its next record holds for the new one's first:
         // no data record was logged since every earlier one became durable.
         var carryMark = wal?.markPending == true
@@ -341,7 +346,7 @@ extension Engine {
             try wal?.appendEndOfLog()
             if let wal { archiver?.noteSealed(wal: walNumber, end: wal.size) }
         } catch {
-            try? file.close()
+            try? next.close()
             try? fileSystem.removeFile(path)
             throw error
         }
@@ -352,7 +357,6 @@ extension Engine {
             // where a failure stops writes).
             do { try wal?.sync() } catch { carryMark = false }
         }
-        let next = LogWriter(file: file, path: path)
         if carryMark { next.noteEarlierLogsDurable() }
         if let wal { retiredWals.append((walNumber, wal)) }
         wal = next
