@@ -26,9 +26,14 @@ struct ArchiveStatusCommand: ParsableCommand {
     @Flag(help: "Write machine-readable JSON instead of text.")
     var json = false
 
+    @Option(name: .customLong("key-file"),
+            help: "A file holding the encrypted store's 32-byte key (raw, or 64 hex digits). Never give a key on the command line.")
+    var keyFile: String?
+
     func run() throws {
         try reportingFailures(directory: source, json: json) {
-            let inventory = try Engine.archiveInventory(of: try ArchiveSource.target(source, endpoint: endpoint))
+            let inventory = try Engine.archiveInventory(of: try ArchiveSource.target(source, endpoint: endpoint),
+                                                        encryptionKey: try keyFile.map(KeyFile.read))
             let now = Date().timeIntervalSince1970
             let formatter = ISO8601DateFormatter()
             formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]

@@ -35,6 +35,7 @@ struct BackupCommand: ParsableCommand {
             var options = EngineOptions()
             options.readOnly = true
             options.createIfMissing = false
+            options.encryptionKey = try store.encryptionKey()
             let engine = try Engine.open(directory: store.directory, options: options)
             defer { engine.close() }
             let report = try runWithProgress(label: "backing up", json: store.json, linksFiles: !copy) { options in
@@ -95,6 +96,10 @@ struct RestoreCommand: ParsableCommand {
     @Flag(help: "Hard-link a backup's segments instead of copying them.")
     var link = false
 
+    @Option(name: .customLong("key-file"),
+            help: "A file holding the encrypted store's 32-byte key (raw, or 64 hex digits). Never give a key on the command line.")
+    var keyFile: String?
+
     @Flag(help: "Write machine-readable JSON instead of text.")
     var json = false
 
@@ -113,6 +118,7 @@ struct RestoreCommand: ParsableCommand {
 
     func run() throws {
         try reportingFailures(directory: source, json: json) {
+            let key = try keyFile.map(KeyFile.read)
             var isDirectory: ObjCBool = false
             let s3 = ArchiveSource.isS3(source)
             guard s3 || (FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory) && isDirectory.boolValue) else {
@@ -123,7 +129,7 @@ struct RestoreCommand: ParsableCommand {
                     throw ToolFailure(message: "\(source) is a backup, which holds one state: --sequence, --at, --stop-at-damage and --store apply to archives")
                 }
                 let report = try runWithProgress(label: "restoring", json: json, linksFiles: link) { options in
-                    try Engine.restoreBackup(at: source, toDirectoryPath: destination, options: options)
+                    try Engine.restoreBackup(at: source, toDirectoryPath: destination, options: options, encryptionKey: key)
                 }
                 printReport(report, verb: "restored", to: destination, json: json)
                 return
@@ -132,6 +138,7 @@ struct RestoreCommand: ParsableCommand {
                 else if let at, let date = Self.parseTime(at) { .time(secondsSince1970: date.timeIntervalSince1970) }
                 else { .latest }
             var options = ArchiveRestoreOptions()
+            options.encryptionKey = key
             options.stopsAtDamage = stopAtDamage
             options.storeId = store.flatMap { UInt64($0, radix: 16) }
             let report: ArchiveRestoreReport

@@ -28,6 +28,7 @@ struct CompactCommand: ParsableCommand {
             try checkStoreDirectory(store.directory)
             var options = EngineOptions()
             options.createIfMissing = false
+            options.encryptionKey = try store.encryptionKey()
             let engine = try Engine.open(directory: store.directory, options: options)
             defer { engine.close() }
             var target: KeySpace?

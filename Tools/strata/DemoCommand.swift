@@ -28,10 +28,14 @@ struct DemoCommand: ParsableCommand {
     @Flag(help: "Write machine-readable JSON instead of text.")
     var json = false
 
+    @Option(name: .customLong("key-file"),
+            help: "Encrypt the demo store with the 32-byte key in this file (raw, or 64 hex digits).")
+    var keyFile: String?
+
     func run() throws {
         try reportingFailures(directory: directory, json: json) {
             let out = DemoOutput(printing: !json)
-            let reopened = try Self.run(directory: directory, out: out)
+            let reopened = try Self.run(directory: directory, key: try keyFile.map(KeyFile.read), out: out)
             if json {
                 print(JSONValue.object([
                     ("directory", .string(directory)),
@@ -54,10 +58,12 @@ struct DemoCommand: ParsableCommand {
 
     /// Runs the demo; returns how many objects of each entity the reopened store holds.
     @discardableResult
-    static func run(directory: String, out: DemoOutput) throws -> [(entity: String, count: Int)] {
+    static func run(directory: String, key: [UInt8]?, out: DemoOutput) throws -> [(entity: String, count: Int)] {
+        var options = StoreOptions()
+        options.engine.encryptionKey = key
         out.say("Strata demo in \(directory)")
         do {
-            let store = try Store(directoryPath: directory)
+            let store = try Store(directoryPath: directory, options: options)
             try clear(store)
             let customers = store.box(for: Customer.self)
             let orders = store.box(for: Order.self)
@@ -118,7 +124,7 @@ struct DemoCommand: ParsableCommand {
         }
 
         out.say("\nclosed the store; reopening")
-        let store = try Store(directoryPath: directory)
+        let store = try Store(directoryPath: directory, options: options)
         defer { store.close() }
         try store.runInReadOnlyTransaction {
             for customer in try store.box(for: Customer.self).all() {

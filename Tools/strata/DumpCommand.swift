@@ -47,7 +47,7 @@ struct DumpCommand: ParsableCommand {
     func run() throws {
         try reportingFailures(directory: store.directory, json: store.json) {
             try checkStoreDirectory(store.directory)
-            guard let objects = try openObjectStore(store.directory) else {
+            guard let objects = try openObjectStore(store.directory, key: try store.encryptionKey()) else {
                 throw ToolFailure(message: "\(store.directory) holds no objects: it is a key-value store without the object layer")
             }
             defer { objects.close() }

@@ -23,13 +23,13 @@ struct InspectCommand: ParsableCommand {
     func run() throws {
         try reportingFailures(directory: store.directory, json: store.json) {
             try checkStoreDirectory(store.directory)
-            let report = try Self.inspect(store.directory)
+            let report = try Self.inspect(store.directory, key: try store.encryptionKey())
             print(store.json ? report.text : Self.render(report))
         }
     }
 
-    static func inspect(_ directory: String) throws -> JSONValue {
-        let engine = try openEngineReadOnly(directory)
+    static func inspect(_ directory: String, key: [UInt8]?) throws -> JSONValue {
+        let engine = try openEngineReadOnly(directory, key: key)
         let stats = engine.statistics()
         let segments = engine.segments()
         let spaceAmp = try engine.spaceAmplification()
@@ -62,7 +62,7 @@ struct InspectCommand: ParsableCommand {
             ("storeId", .string(String(storeId, radix: 16))),
         ]
         var entities: [JSONValue]?
-        if let objects = try openObjectStore(directory) {
+        if let objects = try openObjectStore(directory, key: key) {
             defer { objects.close() }
             fields.append(("objectFormat", .uint(UInt64(objects.formatVersion))))
             entities = try objects.storedEntities().map { e in

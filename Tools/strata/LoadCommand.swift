@@ -46,7 +46,9 @@ struct LoadCommand: ParsableCommand {
         try reportingFailures(directory: store.directory, json: store.json) {
             try checkStoreDirectory(store.directory)
             guard FileManager.default.fileExists(atPath: file) else { throw ToolFailure(message: "no such file: \(file)") }
-            let objects = try Store(directoryPath: store.directory)
+            var options = StoreOptions()
+            options.engine.encryptionKey = try store.encryptionKey()
+            let objects = try Store(directoryPath: store.directory, options: options)
             defer { objects.close() }
             guard let schema = try objects.storedEntities().first(where: { $0.name == entity }) else {
                 throw ToolFailure(message: "\(store.directory) has no entity \"\(entity)\"; entities: \(try objects.storedEntities().map(\.name).joined(separator: ", "))")

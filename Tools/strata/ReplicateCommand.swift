@@ -55,6 +55,10 @@ struct ReplicateCommand: ParsableCommand {
     @Flag(help: "Write one JSON object a line instead of text.")
     var json = false
 
+    @Option(name: .customLong("key-file"),
+            help: "A file holding the encrypted store's 32-byte key (raw, or 64 hex digits). Never give a key on the command line.")
+    var keyFile: String?
+
     func validate() throws {
         guard pollInterval.isFinite, pollInterval > 0, pollInterval <= 3600 else { throw ValidationError("--poll-interval must be in (0, 3600] seconds") }
         guard reportEvery.isFinite, reportEvery >= 0 else { throw ValidationError("--report-every must be 0 or more seconds") }
@@ -132,7 +136,9 @@ struct ReplicateCommand: ParsableCommand {
 
     private func open(_ target: any ArchiveTarget) throws -> Engine {
         do {
-            return try Engine.openReplica(following: target, directoryPath: directory, pollInterval: pollInterval,
+            var options = EngineOptions()
+            options.encryptionKey = try keyFile.map(KeyFile.read)
+            return try Engine.openReplica(following: target, directoryPath: directory, options: options, pollInterval: pollInterval,
                                           storeId: store.flatMap { UInt64($0, radix: 16) })
         } catch StorageError.notAStore(let path) {
             throw ToolFailure(message: "cannot follow \(source): \(path)")

@@ -20,7 +20,7 @@ struct StatsCommand: ParsableCommand {
     func run() throws {
         try reportingFailures(directory: store.directory, json: store.json) {
             try checkStoreDirectory(store.directory)
-            let engine = try openEngineReadOnly(store.directory)
+            let engine = try openEngineReadOnly(store.directory, key: try store.encryptionKey())
             defer { engine.close() }
             let s = engine.statistics()
             let life = s.lifetime

@@ -21,6 +21,8 @@ struct StrataCommand: ParsableCommand {
           strata backup /tmp/shop /backups/shop a backup (incremental into an earlier one)
           strata restore /backups/shop /tmp/new check a backup and restore it
           strata replicate s3://b/shop /srv/r   a read replica that follows an archive
+          strata encrypt /tmp/shop --new-key-file k  encrypt a store (decrypt undoes it)
+          strata verify /tmp/shop --key-file k  any command opens an encrypted store so
 
         Exit status: 0 success; 1 `verify` found problems; 2 the command could not run (no such
         directory, not a store, locked by another process, written by a newer Strata, damaged
@@ -28,7 +30,7 @@ struct StrataCommand: ParsableCommand {
         """,
         subcommands: [DemoCommand.self, InspectCommand.self, VerifyCommand.self, CompactCommand.self,
                       DumpCommand.self, LoadCommand.self, StatsCommand.self, BackupCommand.self, RestoreCommand.self,
-                      ArchiveStatusCommand.self, ReplicateCommand.self]
+                      ArchiveStatusCommand.self, ReplicateCommand.self, EncryptCommand.self, DecryptCommand.self]
     )
 }
 
@@ -39,4 +41,11 @@ struct StoreArguments: ParsableArguments {
 
     @Flag(help: "Write machine-readable JSON instead of text.")
     var json = false
+
+    @Option(name: .customLong("key-file"),
+            help: "A file holding the encrypted store's 32-byte key (raw, or 64 hex digits). Never give a key on the command line.")
+    var keyFile: String?
+
+    /// The key `--key-file` names, or nil for a plaintext store.
+    func encryptionKey() throws -> [UInt8]? { try keyFile.map(KeyFile.read) }
 }

@@ -23,6 +23,9 @@ struct ToolFailure: Error {
         case let e as ToolFailure: self = e; return
         case let e as StorageError: storage = e
         case let StrataError.storage(e): storage = e
+        case StrataError.encryptionKeyRequired: storage = .encryptionKeyRequired(file: directory)
+        case StrataError.wrongEncryptionKey: storage = .wrongEncryptionKey(file: directory)
+        case StrataError.storeNotEncrypted: storage = .notEncrypted(file: directory)
         case let StrataError.unsupportedFormatVersion(found, supported):
             message = "\(directory) was written by a newer Strata (object format \(found); this strata reads up to \(supported)): use a newer strata"
             return
@@ -37,6 +40,12 @@ struct ToolFailure: Error {
             message = "\(directory) was written by a newer Strata (\(file) has format \(found); this strata reads up to \(supported)): use a newer strata"
         case let .corruption(file, offset, reason)?:
             message = "\(directory) is damaged: \(file) at offset \(offset): \(reason). Run `strata verify \(directory)` for a full report"
+        case .encryptionKeyRequired?:
+            message = "\(directory) is encrypted: give its key with --key-file PATH"
+        case .wrongEncryptionKey?:
+            message = "the key in --key-file does not open \(directory): it is encrypted with another key"
+        case .notEncrypted?:
+            message = "\(directory) is not encrypted: leave out --key-file (`strata encrypt` encrypts it)"
         case let .badMagic(file)?:
             message = "\(directory) is damaged: \(file) is not a Strata file. Run `strata verify \(directory)` for a full report"
         case let e?:
@@ -81,9 +90,10 @@ func checkStoreDirectory(_ directory: String) throws {
 }
 
 /// Opens the object layer read-only, or returns nil for a store that holds key spaces only.
-func openObjectStore(_ directory: String) throws -> Store? {
+func openObjectStore(_ directory: String, key: [UInt8]?) throws -> Store? {
     var options = StoreOptions()
     options.readOnly = true
+    options.engine.encryptionKey = key
     do {
         return try Store(directoryPath: directory, options: options)
     } catch StrataError.storage(.notAStore) {
@@ -92,9 +102,10 @@ func openObjectStore(_ directory: String) throws -> Store? {
 }
 
 /// Opens the engine read-only.
-func openEngineReadOnly(_ directory: String) throws -> Engine {
+func openEngineReadOnly(_ directory: String, key: [UInt8]?) throws -> Engine {
     var options = EngineOptions()
     options.readOnly = true
+    options.encryptionKey = key
     options.createIfMissing = false
     return try Engine.open(directory: directory, options: options)
 }

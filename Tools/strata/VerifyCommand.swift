@@ -28,11 +28,12 @@ struct VerifyCommand: ParsableCommand {
         var problems = 0
         try reportingFailures(directory: store.directory, json: store.json) {
             try checkStoreDirectory(store.directory)
-            let storage = try Engine.verify(directory: store.directory)
+            let key = try store.encryptionKey()
+            let storage = try Engine.verify(directory: store.directory, encryptionKey: key)
             var graph: GraphVerification?
             var graphSkipped: String?
             do {
-                if let objects = try openObjectStore(store.directory) {
+                if let objects = try openObjectStore(store.directory, key: key) {
                     defer { objects.close() }
                     graph = try objects.verifyGraph()
                 } else {

@@ -1,0 +1,27 @@
+import Foundation
+import StrataStorage
+
+extension Store {
+    /// Re-encrypts the closed store in `directoryPath` under another key: `from` is its key now
+    /// (nil: a plaintext store, which this encrypts), `to` the key it gets (nil: decrypt it).
+    /// Every file is written again under the new key and the switch is one rename: a crash or
+    /// a power cut at any moment leaves a store that opens with the old key or with the new one,
+    /// never neither. The store must not be open (it is locked while this runs). A continuous
+    /// archive keeps what it holds under the old key: give the store a new archive target after
+    /// a key change. `options` are the ones the store is opened with (their key is ignored).
+    ///
+    /// ```swift
+    /// try Store.changeEncryptionKey(directoryPath: path, from: nil, to: newKey)      // encrypt
+    /// try Store.changeEncryptionKey(directoryPath: path, from: newKey, to: otherKey) // rotate
+    /// ```
+    @discardableResult
+    public static func changeEncryptionKey(directoryPath: String, from oldKey: Data?, to newKey: Data?,
+                                           options: StoreOptions = StoreOptions()) throws(StrataError) -> KeyChangeReport {
+        do {
+            return try Engine.changeEncryptionKey(directory: directoryPath, from: oldKey.map { Array($0) }, to: newKey.map { Array($0) },
+                                                  options: engineOptions(options))
+        } catch {
+            throw StrataError(error)
+        }
+    }
+}
