@@ -10,7 +10,7 @@
 #                                     AddressSanitizer run (hours)
 #   scripts/reliability.sh --full --fuzz-runs=10000000
 #                                     and 10 M executions of every fuzz target (many more hours)
-#   --only=SECTIONS                   a comma-separated subset of: kill,powercut,corruption,io,
+#   --only=SECTIONS                   a comma-separated subset of: kill,killenc,powercut,corruption,io,
 #                                     concurrency,tsan,asan,locks,input,model,backups,memory,fuzz
 #
 # Every step's output goes to reliability-logs/DATE-COMMIT/STEP.log; the figures (the lines the
@@ -63,6 +63,14 @@ if wanted kill; then
     cycles=$([ $full = 1 ] && echo 1000 || echo 50)
     store=$(mktemp -d)
     step kill "^kill test|FAILURE" .build/debug/strata-torture kill-test "$store/kill" "$cycles"
+    rm -rf "$store"
+fi
+if wanted killenc; then
+    # The kill test on an encrypted store (issue 57): every file sealed, the same checks.
+    cycles=$([ $full = 1 ] && echo 1000 || echo 50)
+    store=$(mktemp -d)
+    step killenc "^kill test|FAILURE" env STRATA_TORTURE_KEY=$(printf '5a%.0s' $(seq 32)) \
+        .build/debug/strata-torture kill-test "$store/kill" "$cycles"
     rm -rf "$store"
 fi
 if wanted powercut; then

@@ -23,9 +23,10 @@ import StrataTesting
 
     /// - Parameter idBlocks: whether "k" is an id key space, whose segments hold its
     ///   `key-NNNNN` keys (a head "k" and an 8-byte id) in id blocks (SPEC.md §6.1.1).
-    static func makeBaseline(idBlocks: Bool) throws -> Baseline {
+    static func makeBaseline(idBlocks: Bool, key: [UInt8]? = nil) throws -> Baseline {
         let fs = InMemoryFileSystem()
         var options = EngineOptions.testing(fs, memtableBytes: 16 << 10, blockBytes: 512, targetSegmentBytes: 64 << 10)
+        options.encryptionKey = key
         if idBlocks { options.idKeySpaces = ["k"] }
         let e = try Engine.open(directory: "/db", options: options)
         let ks = try e.keySpace(named: "k")
@@ -63,12 +64,15 @@ import StrataTesting
         for name in try fs.listDirectory("/db") { files[name] = fs.contents(of: "/db/" + name) }
         let newestWal = try #require(files.keys.filter { $0.hasSuffix(".wal") }.max())
         let wal = files[newestWal]!
-        var offset = 0
+        // An encrypted WAL: a 64-byte header, then `length | [mark] | nonce | body | tag`
+        // records (SPEC.md §14.2); a plaintext one: `crc | length | payload` (§5).
+        var offset = key == nil ? 0 : EncryptionHeader.bytes
+        let (lengthAt, overhead) = key == nil ? (4, 8) : (0, 4 + FileSealer.overhead)
         var starts: [Int] = []
         while offset + 8 <= wal.count {
             starts.append(offset)
             // The length field's top bit flags a durable mark (SPEC.md §5.1), not length.
-            offset += 8 + (wal[(offset + 4)..<(offset + 8)].reversed().reduce(0) { $0 << 8 | Int($1) } & 0x7FFF_FFFF)
+            offset += overhead + (wal[(offset + lengthAt)..<(offset + lengthAt + 4)].reversed().reduce(0) { $0 << 8 | Int($1) } & 0x7FFF_FFFF)
         }
         return Baseline(files: files, expected: expected, walKeys: walKeys, newestWal: newestWal, recordStarts: starts)
     }
@@ -102,8 +106,8 @@ import StrataTesting
         return nil
     }
 
-    static func runCampaign(cases: Int, seed: UInt64, idBlocks: Bool) throws -> Tally {
-        let baseline = try makeBaseline(idBlocks: idBlocks)
+    static func runCampaign(cases: Int, seed: UInt64, idBlocks: Bool, key: [UInt8]? = nil) throws -> Tally {
+        let baseline = try makeBaseline(idBlocks: idBlocks, key: key)
         let names = baseline.files.keys.sorted()
         let segments = names.filter { $0.hasSuffix(".seg") }
         let targets = names.filter { $0 != "LOCK" }
@@ -167,12 +171,13 @@ import StrataTesting
             let isStats = file == "STATS"
             if isWalTail { tally.tailCases += 1 } else if isStats { tally.statsCases += 1 } else { tally.liveDamage += 1 }
 
-            let detected = (try? Engine.verify(directory: "/db", fileSystem: fs)).map { !$0.problems.isEmpty } ?? true
+            let detected = (try? Engine.verify(directory: "/db", fileSystem: fs, encryptionKey: key)).map { !$0.problems.isEmpty } ?? true
             if !isWalTail && !isStats {
                 if detected { tally.verifyDetected += 1 } else { tally.undetected.append(label) }
             }
             if isStats && !detected { tally.undetected.append(label) }
             var options = EngineOptions.testing(fs)
+            options.encryptionKey = key
             options.readOnly = true
             let engine: Engine
             do {
@@ -200,6 +205,17 @@ import StrataTesting
         let cases = Int(ProcessInfo.processInfo.environment["STRATA_CORRUPTION_CASES"] ?? "") ?? 1_000
         let tally = try Self.runCampaign(cases: cases, seed: idBlocks ? 0x1DB10C : 0xC0FFEE, idBlocks: idBlocks)
         print("corruption campaign\(idBlocks ? " (id blocks)" : ""): \(tally.cases) cases, \(tally.liveDamage) damaging live data (verify detected \(tally.verifyDetected), open refused \(tally.openRefused), reads failed \(tally.readErrors)), \(tally.tailCases) WAL-tail cases, \(tally.statsCases) STATS cases, \(tally.wrongAnswers.count) wrong answers, \(tally.undetected.count) undetected")
+        #expect(tally.wrongAnswers.isEmpty, "\(tally.wrongAnswers.prefix(10))")
+        #expect(tally.undetected.isEmpty, "\(tally.undetected.prefix(10))")
+        #expect(tally.cases >= cases * 9 / 10)
+    }
+
+    /// The campaign on an encrypted store (issue 57): every sealed unit's tag stands where a
+    /// CRC stood, so every changed byte must still be detected and never answered wrong.
+    @Test func seededDamageToEveryFileOfAnEncryptedStoreIsDetectedAndNeverAnsweredWrong() throws {
+        let cases = Int(ProcessInfo.processInfo.environment["STRATA_CORRUPTION_CASES"] ?? "") ?? 1_000
+        let tally = try Self.runCampaign(cases: cases, seed: 0xE7C2, idBlocks: true, key: (0..<32).map { UInt8(255 - $0) })
+        print("corruption campaign (encrypted): \(tally.cases) cases, \(tally.liveDamage) damaging live data (verify detected \(tally.verifyDetected), open refused \(tally.openRefused), reads failed \(tally.readErrors)), \(tally.tailCases) WAL-tail cases, \(tally.statsCases) STATS cases, \(tally.wrongAnswers.count) wrong answers, \(tally.undetected.count) undetected")
         #expect(tally.wrongAnswers.isEmpty, "\(tally.wrongAnswers.prefix(10))")
         #expect(tally.undetected.isEmpty, "\(tally.undetected.prefix(10))")
         #expect(tally.cases >= cases * 9 / 10)

@@ -120,6 +120,28 @@ import StrataTesting
         again.close()
     }
 
+    /// A changed byte in the manifest's salt or key check value reads like a wrong key; with
+    /// another file of the store opening under the key, it is reported as the damage it is.
+    @Test func aDamagedManifestHeaderIsCorruptionNotAWrongKey() throws {
+        let dir = TemporaryDirectory()
+        let e = try Engine.open(directory: dir.path, options: Self.options(Self.key))
+        try Self.fill(e, count: 500)
+        e.close()
+        let manifest = try #require(Self.files(under: dir.path).keys.first { $0.contains("MANIFEST-") })
+        var bytes = Self.files(under: dir.path)[manifest]!
+        bytes[20] ^= 0x01   // the salt
+        try Data(bytes).write(to: URL(fileURLWithPath: manifest))
+        do {
+            _ = try Engine.open(directory: dir.path, options: Self.options(Self.key))
+            Issue.record("a damaged manifest opened")
+        } catch let StorageError.corruption(file, _, reason) {
+            #expect(file == manifest && reason.contains("encryption header damaged"), "\(reason)")
+        }
+        #expect(throws: StorageError.wrongEncryptionKey(file: manifest)) { _ = try Engine.open(directory: dir.path, options: Self.options(Self.otherKey)) }
+        let report = try Engine.verify(directory: dir.path, encryptionKey: Self.key)
+        #expect(report.problems.contains { $0.file == manifest }, "\(report.problems)")
+    }
+
     /// No stored string, and no 8-byte run of any stored value or key, in any file of the
     /// store, of its backup or of its archive.
     @Test func noPlaintextInTheStoreItsBackupOrItsArchive() throws {

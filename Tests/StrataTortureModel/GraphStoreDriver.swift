@@ -1,3 +1,4 @@
+import Foundation
 import Strata
 import StrataStorage
 
@@ -12,7 +13,17 @@ public enum GraphStoreDriver {
         options.engine.memtableBytes = 64 << 10
         options.engine.targetSegmentBytes = 64 << 10
         options.engine.eventListener = listener
+        options.engine.encryptionKey = encryptionKey
         return try Store(directoryPath: directory, options: options)
+    }
+
+    /// The key of an encrypted run: `STRATA_TORTURE_KEY`, 64 hex digits (the kill test's child
+    /// inherits it), so that the crash campaigns run on an encrypted store too. A test key in a
+    /// test's environment; a real key never goes there.
+    public static var encryptionKey: [UInt8]? {
+        guard let hex = ProcessInfo.processInfo.environment["STRATA_TORTURE_KEY"], hex.utf8.count == 64 else { return nil }
+        let digits = Array(hex.utf8)
+        return stride(from: 0, to: 64, by: 2).compactMap { UInt8(String(decoding: digits[$0..<($0 + 2)], as: UTF8.self), radix: 16) }
     }
 
     /// The number of the last committed transaction (0 for a fresh store).

@@ -72,7 +72,12 @@ package final class VersionSet: @unchecked Sendable {
         }
         let file = try fileSystem.openReadable(path)
         defer { file.close() }
-        let (replay, outcome, sealer) = try ManifestReplay.read(file, path: path, cipher: cipher)
+        let replay: ManifestReplay, outcome: LogReader.Outcome, sealer: FileSealer?
+        do {
+            (replay, outcome, sealer) = try ManifestReplay.read(file, path: path, cipher: cipher)
+        } catch let e as StorageError {
+            throw ManifestKeyCheck.explain(e, manifest: path, directory: directory, fileSystem: fileSystem, cipher: cipher)
+        }
         set.readManifestSealer = sealer
         set.keySpaces = try replay.finish(path: path)
         set.formatVersion = replay.formatVersion ?? set.formatVersion

@@ -78,7 +78,13 @@ extension Engine {
         guard let file = try? fs.openReadable(path) else { return }
         defer { file.close() }
         guard file.size > 0 else { return }
-        _ = try EncryptionHeader.read(file: file, cipher: cipher, path: path)
+        do {
+            _ = try EncryptionHeader.read(file: file, cipher: cipher, path: path)
+        } catch let e as StorageError {
+            // A damaged manifest header is reported with the other damage, not as a wrong key.
+            if case .corruption = ManifestKeyCheck.explain(e, manifest: path, directory: directory, fileSystem: fs, cipher: cipher) { return }
+            throw e
+        }
     }
 }
 

@@ -180,16 +180,57 @@ package final class LogReader {
         case let .file(cipher):
             let headBytes = min(fileSize, EncryptionHeader.bytes)
             guard headBytes > 0, let head = try bytes(at: 0, count: headBytes) else { return .noRecords(torn: false) }
-            // A header never reached the disk (the log's space was reserved, or the file created,
-            // just before a crash): no record can follow it.
-            if !EncryptionHeader.startsWithMagic(head) && head.prefix(8).allSatisfy({ $0 == 0 }) {
+            // A header cut short: the log was created just before a crash, and no record can
+            // follow it (its first sync would have made the header whole).
+            if headBytes < EncryptionHeader.bytes { return .noRecords(torn: true) }
+            guard allowsMarks else {
+                // The manifest is the first file an open reads: a header that does not match is
+                // a wrong key (told from damage by the caller).
+                if case let .sealed(s) = try EncryptionHeader.read(head, cipher: cipher, path: path) { sealer = s }
+                return .recordsFrom(EncryptionHeader.bytes)
+            }
+            do {
+                if case let .sealed(s) = try EncryptionHeader.read(head, cipher: cipher, path: path, keyChecked: true) { sealer = s }
+                return .recordsFrom(EncryptionHeader.bytes)
+            } catch StorageError.corruption {
+                // A WAL whose header does not open under the key that opened the manifest: either
+                // its header never reached the disk (zeros, or whatever the disk held: a power cut
+                // before the log's first sync), and then no record of it was durable either, or
+                // the header was damaged after it was synced. Only a durable mark can tell, and
+                // marks are stored in the clear (SPEC.md §14.2): a record that says this log was
+                // synced past its header proves damage. Otherwise the log is torn at 0.
+                if let (offset, mark) = try markPastHeader() {
+                    throw StorageError.corruption(
+                        file: path, offset: 0,
+                        reason: "encryption header damaged in bytes that were synced (the record at \(offset) says the log was durable up to \(mark))")
+                }
                 return .noRecords(torn: !(try zerosToEnd(from: 0)))
             }
-            if headBytes < EncryptionHeader.bytes && EncryptionHeader.startsWithMagic(head) { return .noRecords(torn: true) }
-            // A WAL is read after the manifest opened with this key: a header that disagrees is damage.
-            if case let .sealed(s) = try EncryptionHeader.read(head, cipher: cipher, path: path, keyChecked: allowsMarks) { sealer = s }
-            return .recordsFrom(EncryptionHeader.bytes)
         }
+    }
+
+    /// In a WAL whose header cannot be read, the first offset that holds what is shaped like a
+    /// marked record whose mark says the log was synced past the header (a mark from 64 to its
+    /// own offset, a length that fits), and that mark. Unauthenticated (the records cannot be
+    /// opened without the header): garbage passes for one with a chance of about 2^-40 per
+    /// offset; crafted bytes can pass, and make the store refuse to open, never open wrong.
+    private func markPastHeader() throws -> (Int, UInt64)? {
+        var probe = EncryptionHeader.bytes
+        let markBytes = FormatConstants.logRecordMarkBytes
+        while probe + 4 + markBytes + FileSealer.overhead <= fileSize {
+            if let head = try bytes(at: probe, count: 4 + markBytes) {
+                let field = loadFixed32(head, 0)
+                let length = Int(field & ~FormatConstants.logRecordMarkFlag)
+                let mark = loadFixed64(head, 4)
+                if field & FormatConstants.logRecordMarkFlag != 0, length >= markBytes, length <= maxRecordBytes,
+                   length <= fileSize - probe - 4 - FileSealer.overhead,
+                   mark >= UInt64(EncryptionHeader.bytes), mark <= UInt64(probe) {
+                    return (probe, mark)
+                }
+            }
+            probe += 1
+        }
+        return nil
     }
 
     /// The well-formed record at `offset` that carries a durable mark no greater than its own
