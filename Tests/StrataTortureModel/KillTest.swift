@@ -117,7 +117,7 @@ public enum KillTest {
     public static func check(store path: String, seed: UInt64, lastAcknowledged: Int64) throws -> [String] {
         var problems: [String] = []
         do {
-            let files = try Engine.verify(directory: path)
+            let files = try Engine.verify(directory: path, encryptionKey: GraphStoreDriver.encryptionKey)
             problems += files.problems.map { "verify: \($0)" }
         } catch {
             problems.append("verify failed: \(error)")

@@ -16,6 +16,8 @@ enum BenchDurability: String {
     case sync
 
     static let environmentKey = "STRATA_BENCH_DURABILITY"
+    /// A benchmark key (64 hex digits) for the encrypted system's child processes.
+    static let keyEnvironmentKey = "STRATA_BENCH_KEY"
 
     static var current: BenchDurability {
         ProcessInfo.processInfo.environment[environmentKey].flatMap(BenchDurability.init(rawValue:)) ?? .matched
@@ -26,6 +28,13 @@ enum BenchDurability: String {
     var strataOptions: StoreOptions {
         var options = StoreOptions()
         options.durability = self == .sync ? .sync : .none
+        // `graph --encrypted`: the encrypted run's children get a key (SPEC.md §14) here.
+        if let hex = ProcessInfo.processInfo.environment[Self.keyEnvironmentKey], hex.utf8.count == 64 {
+            let digits = Array(hex.utf8)
+            options.engine.encryptionKey = stride(from: 0, to: 64, by: 2).compactMap {
+                UInt8(String(decoding: digits[$0..<($0 + 2)], as: UTF8.self), radix: 16)
+            }
+        }
         // Experiments only: STRATA_CACHE_MB overrides the block cache size.
         if let mb = ProcessInfo.processInfo.environment["STRATA_CACHE_MB"].flatMap(Int.init) {
             options.engine.blockCacheBytes = mb << 20

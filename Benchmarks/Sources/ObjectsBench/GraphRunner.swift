@@ -84,8 +84,11 @@ func directorySize(_ path: String) -> Int64 {
 
 /// Runs the graph workload of every system in child processes, `reps` times, and prints the
 /// per-phase medians and the Strata/GRDB ratios.
-func runGraphComparison(sizes: GraphData.Sizes, scale: Double, reps: Int, only onlySystem: String?) {
-    let systems: [String] = ["strata", "grdb"].filter { onlySystem == nil || $0 == onlySystem! }
+/// With `encrypted`, a third system: Strata with an encryption key (SPEC.md §14), against the
+/// same run's plaintext Strata and GRDB.
+func runGraphComparison(sizes: GraphData.Sizes, scale: Double, reps: Int, only onlySystem: String?, encrypted: Bool = false) {
+    let systems: [String] = (encrypted ? ["strata", "strata-encrypted", "grdb"] : ["strata", "grdb"])
+        .filter { onlySystem == nil || $0 == onlySystem! }
     var results: [String: [GraphMeasurement]] = [:]
     for _ in 0..<reps {
         for name in systems {
@@ -94,6 +97,11 @@ func runGraphComparison(sizes: GraphData.Sizes, scale: Double, reps: Int, only o
             let p = Process()
             p.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
             p.arguments = ["graph-child", name, dir, String(scale)]
+            if name == "strata-encrypted" {
+                var environment = ProcessInfo.processInfo.environment
+                environment[BenchDurability.keyEnvironmentKey] = String(repeating: "5a", count: 32)
+                p.environment = environment
+            }
             let out = Pipe()
             p.standardOutput = out
             do {
@@ -109,8 +117,13 @@ func runGraphComparison(sizes: GraphData.Sizes, scale: Double, reps: Int, only o
         }
     }
     print("object graph: C=\(sizes.customers) O=\(sizes.orders) T=\(sizes.teachers) S=\(sizes.students), \(reps) repetition(s), medians; release build; durability \(BenchDurability.current.rawValue)")
-    print("| phase | Strata ops/s | GRDB ops/s | Strata/GRDB | per repetition |")
-    print("|---|---:|---:|---:|---|")
+    if encrypted {
+        print("| phase | Strata ops/s | Strata encrypted ops/s | GRDB ops/s | encrypted/plain | encrypted/GRDB | encrypted/plain per repetition |")
+        print("|---|---:|---:|---:|---:|---:|---|")
+    } else {
+        print("| phase | Strata ops/s | GRDB ops/s | Strata/GRDB | per repetition |")
+        print("|---|---:|---:|---:|---|")
+    }
     for phase in GraphPhase.allCases {
         func rate(_ system: String) -> Double? {
             guard let ms = results[system], !ms.isEmpty else { return nil }
@@ -119,6 +132,20 @@ func runGraphComparison(sizes: GraphData.Sizes, scale: Double, reps: Int, only o
         let s = rate("strata"), g = rate("grdb")
         let ratio = s.flatMap { s in g.map { String(format: "%.2f×", s / $0) } } ?? "-"
         func fmt(_ v: Double?) -> String { v.map { $0 >= 100 ? String(Int($0)) : String(format: "%.2f", $0) } ?? "-" }
+        if encrypted {
+            let e = rate("strata-encrypted")
+            func ratio(_ a: Double?, _ b: Double?) -> String { a.flatMap { a in b.map { String(format: "%.2f×", a / $0) } } ?? "-" }
+            var perRep = "-"
+            if let sm = results["strata"], let em = results["strata-encrypted"] {
+                perRep = zip(sm, em).map { a, b in
+                    let ra = Double(a.operations[phase.rawValue]!) / a.seconds[phase.rawValue]!
+                    let rb = Double(b.operations[phase.rawValue]!) / b.seconds[phase.rawValue]!
+                    return String(format: "%.2f×", rb / ra)
+                }.joined(separator: " / ")
+            }
+            print("| \(phase.rawValue)\(phase == .reopen ? " (per second)" : "") | \(fmt(s)) | \(fmt(e)) | \(fmt(g)) | \(ratio(e, s)) | \(ratio(e, g)) | \(perRep) |")
+            continue
+        }
         // Each repetition runs both systems back to back: their ratio within it is the spread
         // that the machine's noise leaves.
         var perRep = "-"

@@ -7,7 +7,7 @@ import Strata
 //
 //   strata-objects-bench [--flat N] [--reps R] [--only strata|grdb] [--stop-after PHASE] [--durability D]
 //   strata-objects-bench observe [--puts N] [--reps R] [--durability D]   (change observation's cost)
-//   strata-objects-bench graph [--scale X] [--reps R] [--only strata|grdb] [--durability D]
+//   strata-objects-bench graph [--scale X] [--reps R] [--only strata|grdb] [--durability D] [--encrypted]
 //   strata-objects-bench graph-child SYSTEM DIR SCALE      (internal: one run, JSON out)
 //   strata-objects-bench put-get-child DIR N              (internal: profile.sh put-new-related, get)
 //   strata-objects-bench aggregate [--flat N] [--reps R]  (a property query's sum vs decoding every order)
@@ -34,6 +34,7 @@ if CommandLine.arguments.count == 5, CommandLine.arguments[1] == "graph-child" {
     let system = CommandLine.arguments[2], dir = CommandLine.arguments[3]
     let sizes = graphSizes(scale: Double(CommandLine.arguments[4]) ?? 1)
     do {
+        // "strata-encrypted" is Strata with the key its parent put in the environment.
         let m = system == "grdb"
             ? try runGraph(GRDBGraph.self, directory: dir, sizes: sizes)
             : try runGraph(StrataGraph.self, directory: dir, sizes: sizes)
@@ -107,6 +108,9 @@ let valuesMode = args.first == "values"
 if valuesMode { args.removeFirst() }
 let replicaMode = args.first == "replica"
 if replicaMode { args.removeFirst() }
+// `graph --encrypted`: Strata encrypted beside Strata and GRDB in the same run.
+let encryptedRun = args.contains("--encrypted")
+args.removeAll { $0 == "--encrypted" }
 var shipInterval = 1.0
 var pollInterval = 1.0
 var observePuts = 20_000
@@ -217,7 +221,7 @@ if backupMode {
 }
 
 if graphMode {
-    runGraphComparison(sizes: graphSizes(scale: scale), scale: scale, reps: reps, only: only)
+    runGraphComparison(sizes: graphSizes(scale: scale), scale: scale, reps: reps, only: only, encrypted: encryptedRun)
     exit(0)
 }
 

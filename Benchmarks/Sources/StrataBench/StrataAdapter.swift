@@ -13,6 +13,14 @@ final class StrataEngine: BenchEngine {
         if let mb = ProcessInfo.processInfo.environment["STRATA_MEMTABLE_MB"].flatMap(Int.init) {
             options.memtableBytes = mb << 20
         }
+        // STRATA_BENCH_KEY (64 hex digits): an encrypted store (SPEC.md §14), for the figures
+        // with and without encryption.
+        if let hex = ProcessInfo.processInfo.environment["STRATA_BENCH_KEY"], hex.utf8.count == 64 {
+            let digits = Array(hex.utf8)
+            options.encryptionKey = stride(from: 0, to: 64, by: 2).compactMap {
+                UInt8(String(decoding: digits[$0..<($0 + 2)], as: UTF8.self), radix: 16)
+            }
+        }
         // Experiments only: STRATA_MAP_SEGMENTS=0 or 1 reads segments with pread or mappings.
         if let map = ProcessInfo.processInfo.environment["STRATA_MAP_SEGMENTS"] {
             options.fileSystem = PosixFileSystem(mapsSegments: map == "1")
