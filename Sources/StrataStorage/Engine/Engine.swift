@@ -65,6 +65,8 @@ public final class Engine: @unchecked Sendable {
     /// The store's cipher when it is encrypted (``EngineOptions/encryptionKey``): every file
     /// this engine writes is sealed with a key derived from it (SPEC.md §14).
     let cipher: StoreCipher?
+    /// The key the engine was opened with (the object layer's key change reopens with another).
+    package var encryptionKey: [UInt8]? { options.encryptionKey }
     let layout: SegmentLayout
     /// How each key space's segments are written, by key space id: what the options name for it.
     private let writeSettings = LockedValue<[UInt32: KeySpaceWriteSettings]>([:])
