@@ -12,6 +12,8 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         // Latency percentiles of the observation benchmark.
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        // The ciphers benchmark: AES-256-GCM and ChaCha20-Poly1305 as Strata calls them.
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         .systemLibrary(
@@ -39,6 +41,7 @@ let package = Package(
                 .product(name: "StrataS3", package: "Strata"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Sources/ObjectsBench"
         ),

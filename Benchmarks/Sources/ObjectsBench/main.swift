@@ -13,6 +13,7 @@ import Strata
 //   strata-objects-bench aggregate [--flat N] [--reps R]  (a property query's sum vs decoding every order)
 //   strata-objects-bench backup [--scale X] [--reps R]    (backup, incremental backup, restore vs GRDB)
 //   strata-objects-bench values [--flat N] [--reps R]     (UUID, [String], a Codable struct: put and get vs GRDB)
+//   strata-objects-bench ciphers [--reps R]               (AES-256-GCM vs ChaCha20-Poly1305 per unit size)
 //   strata-objects-bench replica [--scale X] [--reps R] [--ship S] [--poll P]
 //                                                         (a replica's lag under the graph inserts)
 //
@@ -108,6 +109,8 @@ let valuesMode = args.first == "values"
 if valuesMode { args.removeFirst() }
 let replicaMode = args.first == "replica"
 if replicaMode { args.removeFirst() }
+let ciphersMode = args.first == "ciphers"
+if ciphersMode { args.removeFirst() }
 // `graph --encrypted`: Strata encrypted beside Strata and GRDB in the same run.
 let encryptedRun = args.contains("--encrypted")
 args.removeAll { $0 == "--encrypted" }
@@ -207,6 +210,11 @@ if replicaMode {
         FileHandle.standardError.write("replica benchmark failed: \(error)\n".data(using: .utf8)!)
         exit(1)
     }
+    exit(0)
+}
+
+if ciphersMode {
+    CipherBench.run(reps: reps)
     exit(0)
 }
 

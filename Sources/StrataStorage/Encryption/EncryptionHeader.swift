@@ -1,7 +1,7 @@
 /// The plaintext header that starts every file of an encrypted store (SPEC.md §14.1):
 ///
 /// ```
-/// magic "STRATENC" (8) | version (u32) = 1 | cipher (u32) = 1 (AES-256-GCM) | salt (32) | key check (16)
+/// magic "STRATENC" (8) | version (u32) = 1 | cipher (u32) | salt (32) | key check (16)
 /// ```
 ///
 /// 64 bytes. The salt makes the file's key (HKDF of the master key); the key check value, derived
@@ -10,16 +10,15 @@ package enum EncryptionHeader {
     package static let bytes = 64
     static let magic: UInt64 = 0x434E_4554_4152_5453 // "STRATENC" in file order
     static let version: UInt32 = 1
-    static let cipherAES256GCM: UInt32 = 1
     static let saltBytes = 32
     static let checkBytes = 16
     package static let masterKeyBytes = 32
 
-    static func encode(salt: [UInt8], check: [UInt8]) -> [UInt8] {
+    static func encode(salt: [UInt8], check: [UInt8], cipher: FileCipher) -> [UInt8] {
         var w = ByteWriter(capacity: bytes)
         w.appendFixed64(magic)
         w.appendFixed32(version)
-        w.appendFixed32(cipherAES256GCM)
+        w.appendFixed32(cipher.rawValue)
         w.append(salt)
         w.append(check)
         return w.bytes
@@ -68,11 +67,12 @@ package enum EncryptionHeader {
         guard version == Self.version else {
             throw StorageError.unsupportedFormatVersion(file: path, found: version, supported: Self.version)
         }
-        guard kind == cipherAES256GCM else {
+        guard let fileCipher = FileCipher(rawValue: kind) else {
             throw StorageError.corruption(file: path, offset: 12, reason: "unknown cipher \(kind)")
         }
         let salt = Array(head[16..<(16 + saltBytes)])
-        return .sealed(try cipher.sealer(salt: salt, check: UnsafeRawBufferPointer(rebasing: head[(16 + saltBytes)..<bytes]), path: path))
+        return .sealed(try cipher.sealer(salt: salt, cipher: fileCipher,
+                                         check: UnsafeRawBufferPointer(rebasing: head[(16 + saltBytes)..<bytes]), path: path))
     }
 
     /// Reads the header of an open file (see ``read(_:cipher:path:)``).
