@@ -164,9 +164,9 @@ package final class SegmentReader: @unchecked Sendable {
         defer { sealed.deallocate() }
         let n = Int(handle.size)
         let type = sealed[n + FileSealer.overhead]
-        // The plaintext and a trailer-sized tail, so that `decodeBlock`'s layout (payload, type,
-        // CRC) holds: its CRC is computed here over what the tag already vouched for.
-        let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: n + FormatConstants.blockTrailerBytes, alignment: alignment)
+        // The plaintext and the type byte after it: `decodeBlock`'s layout, without the CRC the
+        // tag stands for.
+        let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: n + 1, alignment: alignment)
         let aad = sealedBlockAAD(type: type, offset: handle.offset)
         let opened = aad.withUnsafeBytes {
             sealer.open(UnsafeRawBufferPointer(rebasing: sealed[0..<(n + FileSealer.overhead)]), aad: $0,
@@ -177,20 +177,17 @@ package final class SegmentReader: @unchecked Sendable {
             throw StorageError.corruption(file: path, offset: handle.offset, reason: "block fails its authentication tag")
         }
         plain[n] = type
-        let crc = Checksum.crc32c(UnsafeRawBufferPointer(rebasing: plain[0..<(n + 1)]))
-        var masked = Checksum.mask(crc).littleEndian
-        withUnsafeBytes(of: &masked) { plain.baseAddress!.advanced(by: n + 1).copyMemory(from: $0.baseAddress!, byteCount: 4) }
         return try decodeBlock(UnsafeRawBufferPointer(plain), owned: plain, path: path, handle: handle, parseRestarts: parseRestarts,
-                               idFormat: idFormat)
+                               idFormat: idFormat, verified: true)
     }
 
     /// Verifies and decompresses a block's payload and trailer in `raw`. `owned` is the buffer
     /// `raw` lies in, which this takes over (an uncompressed block keeps it).
+    /// `verified`: the payload was authenticated already (a sealed block's tag); no CRC follows.
     private static func decodeBlock(_ raw: UnsafeRawBufferPointer, owned: UnsafeMutableRawBufferPointer, path: String,
-                                    handle: BlockHandle, parseRestarts: Bool, idFormat: IdBlockFormat) throws -> Block {
+                                    handle: BlockHandle, parseRestarts: Bool, idFormat: IdBlockFormat, verified: Bool = false) throws -> Block {
         let n = Int(handle.size)
-        let stored = Checksum.unmask(loadFixed32(raw, n + 1))
-        guard stored == Checksum.crc32c(UnsafeRawBufferPointer(rebasing: raw[0..<(n + 1)])) else {
+        guard verified || Checksum.unmask(loadFixed32(raw, n + 1)) == Checksum.crc32c(UnsafeRawBufferPointer(rebasing: raw[0..<(n + 1)])) else {
             owned.deallocate()
             throw StorageError.corruption(file: path, offset: handle.offset, reason: "block checksum mismatch")
         }
