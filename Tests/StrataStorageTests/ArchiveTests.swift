@@ -49,9 +49,10 @@ import StrataTesting
         }
     }
 
-    static func contents(ofStoreAt path: String, fileSystem: (any FileSystem)? = nil) throws -> [String: String] {
+    static func contents(ofStoreAt path: String, fileSystem: (any FileSystem)? = nil, encryptionKey: [UInt8]? = nil) throws -> [String: String] {
         var o = EngineOptions.testing(fileSystem)
         o.readOnly = true
+        o.encryptionKey = encryptionKey
         let e = try Engine.open(directory: path, options: o)
         defer { e.close() }
         var out: [String: String] = [:]

@@ -110,6 +110,37 @@ enum S3TestServer {
         }
     }
 
+    /// An encrypted store's archive on S3 (issue 57): every object in the bucket is sealed (its
+    /// header first, no stored value in it), and restores with the key, only with it.
+    @Test func anEncryptedStoresArchiveOnS3IsSealedAndRestoresWithItsKey() throws {
+        let dir = TemporaryDirectory(), root = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: root.path, withIntermediateDirectories: true)
+        let target = S3ArchiveTarget(try S3TestServer.configuration())
+        let key = [UInt8](repeating: 0x3C, count: 32)
+        var model: [String: String] = [:], history: [UInt64: [String: String]] = [0: [:]]
+        var options = ArchiveTests.archived(target)
+        options.encryptionKey = key
+        let e = try Engine.open(directory: dir.path, options: options)
+        try ArchiveTests.workload(e, commits: 60, seed: 91, model: &model, history: &history, flushEvery: 20)
+        try e.archiveNow()
+        e.close()
+        let names = try target.list()
+        #expect(names.contains { $0.contains("-log-") } && names.contains { $0.contains("-state-") } && names.contains { $0.contains("-seg-") })
+        for name in names {
+            let bytes = try target.get(name)
+            #expect(bytes.withUnsafeBytes { EncryptionHeader.startsWithMagic($0) }, "\(name) is not sealed")
+            for v in model.values.filter({ $0.utf8.count >= 16 }).prefix(20) { #expect(!EncryptionTests.contains(bytes, Array(v.utf8)), "\(name) holds \(v)") }
+        }
+        for (i, s) in history.keys.sorted().enumerated() where i % 10 == 0 {
+            var restore = ArchiveRestoreOptions()
+            restore.encryptionKey = key
+            let path = root.path + "/\(s)"
+            #expect(try Engine.restoreArchive(from: target, toDirectoryPath: path, at: .sequence(s), options: restore).sequence == s)
+            #expect(try ArchiveTests.contents(ofStoreAt: path, encryptionKey: key) == history[s], "sequence \(s)")
+        }
+        #expect(throws: StorageError.self) { try Engine.restoreArchive(from: target, toDirectoryPath: root.path + "/nokey") }
+    }
+
     @Test func retentionDeletesWhatNoKeptStateNeeds() throws {
         try ArchiveTests.retentionDeletesWhatNoKeptStateNeeds(S3ArchiveTarget(try S3TestServer.configuration()))
     }
