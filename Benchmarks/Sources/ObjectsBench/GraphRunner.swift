@@ -132,30 +132,23 @@ func runGraphComparison(sizes: GraphData.Sizes, scale: Double, reps: Int, only o
         let s = rate("strata"), g = rate("grdb")
         let ratio = s.flatMap { s in g.map { String(format: "%.2f×", s / $0) } } ?? "-"
         func fmt(_ v: Double?) -> String { v.map { $0 >= 100 ? String(Int($0)) : String(format: "%.2f", $0) } ?? "-" }
+        // Each repetition runs the systems back to back: their ratio within it is the spread
+        // that the machine's noise leaves.
+        func perRepetition(_ a: String, over b: String) -> String {
+            guard let am = results[a], let bm = results[b] else { return "-" }
+            return zip(am, bm).map { x, y in
+                let rx = Double(x.operations[phase.rawValue]!) / x.seconds[phase.rawValue]!
+                let ry = Double(y.operations[phase.rawValue]!) / y.seconds[phase.rawValue]!
+                return String(format: "%.2f×", rx / ry)
+            }.joined(separator: " / ")
+        }
         if encrypted {
             let e = rate("strata-encrypted")
             func ratio(_ a: Double?, _ b: Double?) -> String { a.flatMap { a in b.map { String(format: "%.2f×", a / $0) } } ?? "-" }
-            var perRep = "-"
-            if let sm = results["strata"], let em = results["strata-encrypted"] {
-                perRep = zip(sm, em).map { a, b in
-                    let ra = Double(a.operations[phase.rawValue]!) / a.seconds[phase.rawValue]!
-                    let rb = Double(b.operations[phase.rawValue]!) / b.seconds[phase.rawValue]!
-                    return String(format: "%.2f×", rb / ra)
-                }.joined(separator: " / ")
-            }
-            print("| \(phase.rawValue)\(phase == .reopen ? " (per second)" : "") | \(fmt(s)) | \(fmt(e)) | \(fmt(g)) | \(ratio(e, s)) | \(ratio(e, g)) | \(perRep) |")
+            print("| \(phase.rawValue)\(phase == .reopen ? " (per second)" : "") | \(fmt(s)) | \(fmt(e)) | \(fmt(g)) | \(ratio(e, s)) | \(ratio(e, g)) | \(perRepetition("strata-encrypted", over: "strata")) |")
             continue
         }
-        // Each repetition runs both systems back to back: their ratio within it is the spread
-        // that the machine's noise leaves.
-        var perRep = "-"
-        if let sm = results["strata"], let gm = results["grdb"] {
-            perRep = zip(sm, gm).map { a, b in
-                let ra = Double(a.operations[phase.rawValue]!) / a.seconds[phase.rawValue]!
-                let rb = Double(b.operations[phase.rawValue]!) / b.seconds[phase.rawValue]!
-                return String(format: "%.2f×", ra / rb)
-            }.joined(separator: " / ")
-        }
+        let perRep = perRepetition("strata", over: "grdb")
         print("| \(phase.rawValue)\(phase == .reopen ? " (per second)" : "") | \(fmt(s)) | \(fmt(g)) | \(ratio) | \(perRep) |")
     }
     for name in systems {
