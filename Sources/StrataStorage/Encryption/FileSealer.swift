@@ -51,26 +51,20 @@ package final class FileSealer: Sendable {
 
     /// Appends `nonce | ciphertext | tag` of `plaintext` to `out`, authenticating `aad` too.
     func seal(_ plaintext: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, into out: inout ByteWriter) {
-        // Sealing only fails for a nonce of the wrong size, which a fresh random nonce never is.
+        // Sealing only fails for a nonce of the wrong size, which `nextNonce()` never makes.
+        let nonce = nextNonce()
+        let (ciphertext, tag): (Data, Data)
         switch cipher {
         case .aes256GCM:
-            let box = try! AES.GCM.seal(plaintext, using: key, nonce: AES.GCM.Nonce(data: nextNonce()), authenticating: aad)
-            box.nonce.withUnsafeBytes { out.append($0) }
-            box.ciphertext.withUnsafeBytes { out.append($0) }
-            box.tag.withUnsafeBytes { out.append($0) }
+            let box = try! AES.GCM.seal(plaintext, using: key, nonce: AES.GCM.Nonce(data: nonce), authenticating: aad)
+            (ciphertext, tag) = (box.ciphertext, box.tag)
         case .chaCha20Poly1305:
-            let box = try! ChaChaPoly.seal(plaintext, using: key, nonce: ChaChaPoly.Nonce(data: nextNonce()), authenticating: aad)
-            box.nonce.withUnsafeBytes { out.append($0) }
-            box.ciphertext.withUnsafeBytes { out.append($0) }
-            box.tag.withUnsafeBytes { out.append($0) }
+            let box = try! ChaChaPoly.seal(plaintext, using: key, nonce: ChaChaPoly.Nonce(data: nonce), authenticating: aad)
+            (ciphertext, tag) = (box.ciphertext, box.tag)
         }
-    }
-
-    /// `nonce | ciphertext | tag` of `plaintext` as a new array.
-    func sealed(_ plaintext: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer) -> [UInt8] {
-        var w = ByteWriter(capacity: plaintext.count + Self.overhead)
-        seal(plaintext, aad: aad, into: &w)
-        return w.bytes
+        out.append(nonce)
+        ciphertext.withUnsafeBytes { out.append($0) }
+        tag.withUnsafeBytes { out.append($0) }
     }
 
     /// Opens a sealed unit into `out` (which holds `sealed.count - overhead` bytes); false when

@@ -68,8 +68,8 @@ final class LogWriter {
         let file = try fs.openWritable(path, truncate: false)
         do {
             if file.size != end { try file.truncate(to: end) }
-            if cipher != nil && end == 0 {
-                let fresh = cipher!.newFile()
+            if let cipher, end == 0 {
+                let fresh = cipher.newFile()
                 try fresh.header.withUnsafeBytes { try file.append($0) }
                 sealer = fresh
             }
