@@ -45,8 +45,10 @@ package final class StoreCipher: Sendable {
         let derived = HKDF<SHA256>.deriveKey(inputKeyMaterial: master, salt: salt,
                                              info: Array("strata file key v1".utf8),
                                              outputByteCount: 32 + EncryptionHeader.checkBytes)
-        let bytes = derived.withUnsafeBytes { Array($0) }
-        return FileSealer(key: SymmetricKey(data: bytes[0..<32]), salt: salt, check: Array(bytes[32...]), cipher: cipher)
+        return derived.withUnsafeBytes { bytes in
+            FileSealer(key: UnsafeRawBufferPointer(rebasing: bytes[0..<AEADContext.keyBytes]), salt: salt,
+                       check: Array(bytes[AEADContext.keyBytes...]), cipher: cipher)
+        }
     }
 }
 

@@ -21,6 +21,8 @@ struct ByteWriter {
 
     @inlinable mutating func append(_ other: [UInt8]) { bytes.append(contentsOf: other) }
 
+    @inlinable mutating func appendZeros(_ count: Int) { bytes.append(contentsOf: repeatElement(0, count: count)) }
+
     @inlinable mutating func appendFixed32(_ value: UInt32) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }

@@ -88,7 +88,13 @@ package final class LogReader {
         self.init(file: MemoryReadableFile(bytes), path: path, allowsMarks: allowsMarks, encryption: encryption, plausible: plausible)
     }
 
-    deinit { window.deallocate() }
+    /// Where a sealed record is opened before its tag is known to match (grown as needed).
+    private var openScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 0, alignment: 8)
+
+    deinit {
+        window.deallocate()
+        openScratch.deallocate()
+    }
 
     /// Result of reading the whole log.
     package struct Outcome {
@@ -313,9 +319,18 @@ package final class LogReader {
         let aad = UnsafeRawBufferPointer(rebasing: whole[0..<(4 + markBytes)])
         let sealed = UnsafeRawBufferPointer(rebasing: whole[(4 + markBytes)...])
         let payloadCount = length - markBytes
-        // The plaintext goes where the nonce started: the window keeps it until it moves.
-        let out = UnsafeMutableRawBufferPointer(mutating: UnsafeRawBufferPointer(rebasing: whole[(4 + markBytes)..<(4 + markBytes + payloadCount)]))
-        guard sealer.open(sealed, aad: aad, into: out) else { return nil }
+        // Opened into scratch and copied over its ciphertext only when the tag matches: the
+        // window keeps it until it moves. A unit that fails must leave the window's bytes as
+        // the file has them, since a search past damage reads records that start inside it.
+        if openScratch.count < payloadCount {
+            openScratch.deallocate()
+            openScratch = .allocate(byteCount: max(payloadCount, 2 * openScratch.count), alignment: 8)
+        }
+        let scratch = UnsafeMutableRawBufferPointer(rebasing: openScratch[0..<payloadCount])
+        guard sealer.open(sealed, aad: aad, into: scratch) else { return nil }
+        let bodyStart = 4 + markBytes + FileSealer.nonceBytes
+        let out = UnsafeMutableRawBufferPointer(mutating: UnsafeRawBufferPointer(rebasing: whole[bodyStart..<(bodyStart + payloadCount)]))
+        if payloadCount > 0 { out.copyMemory(from: UnsafeRawBufferPointer(scratch)) }
         let payload = UnsafeRawBufferPointer(out)
         if checkingPlausibility {
             guard plausible(UnsafeRawBufferPointer(rebasing: payload[..<min(payloadCount, Self.plausibleHeadBytes)]), payloadCount) else { return nil }

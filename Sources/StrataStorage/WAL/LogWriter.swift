@@ -26,8 +26,6 @@ final class LogWriter {
 
     /// Seals each record when the store is encrypted (SPEC.md §14.2); nil for plaintext.
     let sealer: FileSealer?
-    /// The body of a sealed record before it is sealed, reused from record to record.
-    private var sealScratch = ByteWriter(capacity: 0)
 
     init(file: any WritableFile, path: String, sealer: FileSealer? = nil) {
         self.file = file
@@ -181,11 +179,9 @@ final class LogWriter {
         if let sealer {
             out.appendFixed32(lengthField)
             if let mark { out.appendFixed64(mark) }
-            sealScratch.removeAll()
-            writeBody(&sealScratch)
-            precondition(sealScratch.count == bodyBytes, "payload length mismatch")
-            let aad = Array(out.bytes[start...])
-            aad.withUnsafeBytes { a in sealScratch.bytes.withUnsafeBytes { sealer.seal($0, aad: a, into: &out) } }
+            // The body is written in place and sealed there: no copy of it, no allocation.
+            sealer.seal(into: &out, aad: start..<out.count, writeBody)
+            precondition(out.count == start + 4 + markBytes + FileSealer.overhead + bodyBytes, "payload length mismatch")
             return
         }
         out.appendFixed32(0)
