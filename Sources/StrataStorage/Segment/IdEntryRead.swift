@@ -69,7 +69,9 @@ extension SegmentReader {
     /// is copied (into `scratch`) and searched.
     @inline(__always)
     func findIdEntry(_ userKey: UnsafeRawBufferPointer, scratch: UnsafeMutableRawBufferPointer) throws -> IdEntryFind {
-        guard idFormat == .checked,
+        // An encrypted segment's entries are not readable alone: its spans serve
+        // ``blockHandle(lookupKey:hash:)`` instead.
+        guard idFormat == .checked, sealer == nil,
               let table = try indexBlock()._withUnsafeGuaranteedRef({ indexSummary.idBlocks(of: $0) }) else { return .undecided }
         let block: IdBlockTable.Entry
         switch table._withUnsafeGuaranteedRef({ $0.lookup(userKey) }) {
