@@ -53,7 +53,7 @@ import StrataProbes
 
     /// A random workload over three heads (dense runs, gaps, removals, overwrites) and a few keys
     /// of other lengths, applied to an engine and a model; returns the model and a snapshot's model.
-    static func workload(_ e: Engine, seed: UInt64, oddKeys: Bool = true) throws -> (model: [[UInt8]: [UInt8]], snapshot: Snapshot, atSnapshot: [[UInt8]: [UInt8]]) {
+    static func workload(_ e: Engine, seed: UInt64) throws -> (model: [[UInt8]: [UInt8]], snapshot: Snapshot, atSnapshot: [[UInt8]: [UInt8]]) {
         let ks = try e.keySpace(named: "objects")
         var rng = SplitMix64(state: seed)
         var model: [[UInt8]: [UInt8]] = [:]
@@ -77,11 +77,9 @@ import StrataProbes
             }
             // Keys of other shapes among them: shorter than an id, longer, with the same head.
             let odd: [[UInt8]] = [Array("x".utf8), idKey(2, 7) + [1, 2], [0, 0, 0, 2, 9], idKey(4, 1) + Array("tail".utf8)]
-            if oddKeys {
-                let k = odd[round % odd.count]
-                batch.put(k, Array("odd\(round)".utf8), in: ks)
-                model[k] = Array("odd\(round)".utf8)
-            }
+            let k = odd[round % odd.count]
+            batch.put(k, Array("odd\(round)".utf8), in: ks)
+            model[k] = Array("odd\(round)".utf8)
             try e.write(batch)
             if round == 5 {
                 snapshot = try e.snapshot()
@@ -148,74 +146,6 @@ import StrataProbes
         let plain = try Engine.open(directory: Self.dir, options: Self.options(fs, idBlocks: false))
         try Self.check(plain, model)
         plain.close()
-    }
-
-    /// An encrypted store reads its id blocks through the block cache, its spans choosing the
-    /// block (SPEC.md §14.3): every read path gives what the model says, at a snapshot too (the
-    /// last id of a block, whose older versions start the next one, among the keys), and a
-    /// store written before its id blocks had spans (compressed, no spans) reads the same,
-    /// verifies, and gets spans from its next compaction.
-    @Test(arguments: [1, 2] as [UInt64], [true, false])
-    func encryptedIdBlocksReadThroughTheirSpans(seed: UInt64, spans: Bool) throws {
-        let fs = InMemoryFileSystem()
-        var options = Self.options(fs, idBlocks: true)
-        options.encryptionKey = [UInt8](repeating: 0x5A, count: 32)
-        options.sealedIdSpans = spans
-        let e = try Engine.open(directory: Self.dir, options: options)
-        // Only keys of the id shape: a segment holding one of another shape has no id block table.
-        let (model, snapshot, atSnapshot) = try Self.workload(e, seed: seed, oddKeys: false)
-        try Self.check(e, model)
-        try Self.check(e, atSnapshot, snapshot: snapshot)
-        // Versions the snapshot keeps, in the segments now: the last ids of blocks among them.
-        _ = try e.compact()
-        try Self.check(e, atSnapshot, snapshot: snapshot)
-        try Self.check(e, model)
-        snapshot.release()
-        e.close()
-        #expect(try Self.sealedSegmentsWithSpans(fs, key: options.encryptionKey!) == (spans ? .all : .none))
-        #expect(try Engine.verify(directory: Self.dir, fileSystem: fs, encryptionKey: options.encryptionKey).problems.isEmpty)
-        // Opened with today's default: reads the same, and compaction writes spans.
-        options.sealedIdSpans = true
-        let reopened = try Engine.open(directory: Self.dir, options: options)
-        try Self.check(reopened, model)
-        _ = try reopened.compact()
-        try Self.check(reopened, model)
-        reopened.close()
-        #expect(try Self.sealedSegmentsWithSpans(fs, key: options.encryptionKey!) == .all)
-        #expect(try Engine.verify(directory: Self.dir, fileSystem: fs, encryptionKey: options.encryptionKey).problems.isEmpty)
-    }
-
-    enum SpanCoverage: Equatable { case none, all, some }
-
-    /// Whether the id blocks of the encrypted segments at `dir` have spans: all, none or some.
-    static func sealedSegmentsWithSpans(_ fs: InMemoryFileSystem, key: [UInt8]) throws -> SpanCoverage {
-        var with = 0, without = 0, tables = 0
-        for name in try fs.listDirectory(dir) where name.hasSuffix(".seg") {
-            let reader = try SegmentReader.open(fileSystem: fs, path: dir + "/" + name, fileNumber: 1,
-                                                cache: BlockCache(capacityBytes: 1 << 20), stats: StatisticsCounters(),
-                                                cipher: try StoreCipher(key: key))
-            #expect(reader.sealer != nil)
-            // Each id block's index entry: whether a span follows its handle.
-            for i in 0..<(try reader.indexEntryCount()) {
-                let block = try reader.dataBlock(try reader.blockHandle(atIndexEntry: i), fillCache: false)
-                guard let layout = block.idLayout else { continue }
-                let span = try reader.withIndex { index -> IdBlockSpan?? in
-                    var r = ByteReader(index.indexEntryValue(i)!)
-                    _ = BlockHandle.decode(&r)
-                    return IdBlockSpan.decode(&r)
-                }
-                // The spans of a segment whose keys all have the id shape make its id block table.
-                if i == 0, reader.summary?.idBlocks != nil { tables += 1 }
-                switch span {
-                case let .some(.some(span)):
-                    #expect(span.firstId == layout.firstId && span.count == UInt32(layout.count))
-                    with += 1
-                default: without += 1
-                }
-            }
-        }
-        #expect(with == 0 || tables > 0, "no segment's spans make a table: the reads above never took them")
-        return without == 0 && with > 0 ? .all : with == 0 ? .none : .some
     }
 
     /// Stores written in every earlier segment format open and read the same with id blocks

@@ -110,10 +110,6 @@ public struct EngineOptions: Sendable {
     /// set it (to 1).
     var segmentFormatVersion = FormatConstants.segmentFormatVersion
 
-    /// Whether an encrypted store's id blocks are written raw with spans (``SegmentLayout``).
-    /// Only tests of reading encrypted stores written before set it false.
-    var sealedIdSpans = true
-
     /// When the manifest is rewritten as a snapshot of the live state (``ManifestRollRule``,
     /// SPEC.md §8). Only tests change them, to make a short workload roll its manifest often.
     /// Plain integers, not the rule itself: an internal type stored in this public struct made
@@ -124,7 +120,6 @@ public struct EngineOptions: Sendable {
 
     var segmentLayout: SegmentLayout {
         SegmentLayout(blockBytes: max(256, blockBytes), restartInterval: 8,
-                      bloomBitsPerKey: max(1, bloomBitsPerKey), compress: compression, formatVersion: segmentFormatVersion,
-                      sealedIdSpans: sealedIdSpans)
+                      bloomBitsPerKey: max(1, bloomBitsPerKey), compress: compression, formatVersion: segmentFormatVersion)
     }
 }

@@ -69,9 +69,7 @@ extension SegmentReader {
     /// is copied (into `scratch`) and searched.
     @inline(__always)
     func findIdEntry(_ userKey: UnsafeRawBufferPointer, scratch: UnsafeMutableRawBufferPointer) throws -> IdEntryFind {
-        // An encrypted segment's entries are not readable alone: its spans serve
-        // ``blockHandle(lookupKey:hash:)`` instead.
-        guard idFormat == .checked, sealer == nil,
+        guard idFormat == .checked,
               let table = try indexBlock()._withUnsafeGuaranteedRef({ indexSummary.idBlocks(of: $0) }) else { return .undecided }
         let block: IdBlockTable.Entry
         switch table._withUnsafeGuaranteedRef({ $0.lookup(userKey) }) {

@@ -110,9 +110,7 @@ package final class SegmentReader: @unchecked Sendable {
         properties = props
         filterLayout = BloomFilter.Layout(segmentFormat: footer.formatVersion)
         idFormat = IdBlockFormat(segmentFormat: footer.formatVersion)
-        // An encrypted segment's spans choose blocks (``blockHandle(lookupKey:hash:)``); a
-        // plaintext one's also place entries in the file (``findIdEntry(_:scratch:)``).
-        indexSummary = IndexSummaryCell(idSpans: idFormat == .checked)
+        indexSummary = IndexSummaryCell(idSpans: idFormat == .checked && sealer == nil)
     }
 
     deinit { file.close() }
@@ -300,47 +298,11 @@ package final class SegmentReader: @unchecked Sendable {
     /// this segment out. The first half of ``get(lookupKey:hash:)``, for batched reads that fetch
     /// the blocks of many keys before searching any.
     func blockHandle(lookupKey: UnsafeRawBufferPointer, hash: UInt64) throws -> BlockHandle? {
-        if sealer != nil, idFormat == .checked {
-            switch try sealedIdBlock(InternalKey.userKey(lookupKey)) {
-            case .absent: return nil
-            case let .block(handle): return handle
-            case .undecided: break
-            }
-        }
         guard try mayContain(hash: hash) else { return nil }
         let index = try indexBlock()
         guard let position = index._withUnsafeGuaranteedRef({ indexPosition(lookupKey, in: $0) }) else { throw indexCorruption }
         guard position < index._withUnsafeGuaranteedRef({ $0.restartCount }) else { return nil }
         return try blockHandle(atIndexEntry: position, in: index)
-    }
-
-    /// What an encrypted segment's id block spans say of a key (SPEC.md §14.3).
-    private enum SealedIdBlockFind {
-        /// No block of this segment holds the key.
-        case absent
-        /// This block's lookup is the segment's answer.
-        case block(BlockHandle)
-        /// The spans do not decide: no span, a key of another shape, or the block's last id,
-        /// whose older versions may start the next block. The filter and the index decide.
-        case undecided
-    }
-
-    @inline(__always)
-    private func sealedIdBlock(_ userKey: UnsafeRawBufferPointer) throws -> SealedIdBlockFind {
-        guard let table = try indexBlock()._withUnsafeGuaranteedRef({ indexSummary.idBlocks(of: $0) }) else { return .undecided }
-        switch table._withUnsafeGuaranteedRef({ $0.lookup(userKey) }) {
-        case .absent:
-            return .absent
-        case .undecided:
-            return .undecided
-        case let .block(b):
-            // Below the block's last id, the block holds every version of the key this segment
-            // has (an id block holds one version of each id; only the last id's older versions
-            // go on in the next block), so its lookup is the segment's answer.
-            let id = UInt64(bigEndian: userKey.loadUnaligned(fromByteOffset: userKey.count - 8, as: UInt64.self))
-            guard id < b.lastId else { return .undecided }
-            return .block(BlockHandle(offset: b.offset, size: UInt64(b.size)))
-        }
     }
 
     /// The index summary, built now if no read has built it yet (what tests and inspection see).

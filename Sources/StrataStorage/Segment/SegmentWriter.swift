@@ -15,11 +15,6 @@ struct SegmentLayout: Sendable {
     /// Write data blocks in the id layout where the keys allow (``EngineOptions/idKeySpaces``;
     /// format 4 and later).
     var idBlocks = false
-    /// In an encrypted segment of format 5, store id blocks raw (sealed, never lz4) with their
-    /// spans in the index (SPEC.md §14.3), so that a read finds its block without the filter.
-    /// Only tests of reading encrypted segments written before set it false (id blocks
-    /// compressed, no spans).
-    var sealedIdSpans = true
 }
 
 /// Writes one immutable sorted segment file (SPEC.md §Segment):
@@ -151,19 +146,13 @@ final class SegmentWriter {
         // The index entry is the block's last key.
         if !idBlock.isEmpty {
             idBlock.key(idBlock.entryCount - 1, into: &pendingIndexKey)
-            let checked = IdBlockFormat(segmentFormat: layout.formatVersion) == .checked
-            if checked && sealer == nil {
+            // An encrypted segment has no raw id blocks: an entry cannot be read without its
+            // block's tag, so its id blocks are sealed (and compressed) like any other block.
+            if IdBlockFormat(segmentFormat: layout.formatVersion) == .checked && sealer == nil {
                 // Stored raw, so that a point read copies one entry and its value out of the
                 // file (SPEC.md §6.1.1); no cache fill either: such reads do not use the cache.
                 pendingSpan = idBlock.span
                 pendingHandle = try idBlock.withFinishedContents { try writeBlock($0, compress: false) }
-            } else if checked && layout.sealedIdSpans {
-                // Encrypted: an entry cannot be read without its block's tag, so reads go through
-                // the block, decrypted and cached. Stored raw (an open needs no decompression)
-                // with its span, which tells a read which block holds an id, or that none does,
-                // without a filter probe or an index search (SPEC.md §14.3).
-                pendingSpan = idBlock.span
-                pendingHandle = try idBlock.withFinishedContents { try writeDataBlock($0, compress: false) }
             } else {
                 pendingSpan = nil
                 pendingHandle = try idBlock.withFinishedContents { try writeDataBlock($0, compress: compress) }

@@ -301,6 +301,13 @@ struct StorageVerifier {
     /// point reads trust instead of the block) says what the block holds; other blocks have none.
     static func checkIdBlock(_ block: Block, indexValue: UnsafeRawBufferPointer, reader: SegmentReader, offset: UInt64) throws {
         guard reader.idFormat == .checked else { return }
+        if reader.sealer != nil {
+            // An encrypted segment's index has no spans (its id blocks are sealed whole).
+            if let i = block.idLayout?.firstDamagedEntry() {
+                throw StorageError.corruption(file: reader.path, offset: offset, reason: "id block entry \(i) fails its checksum")
+            }
+            return
+        }
         var r = ByteReader(indexValue)
         _ = BlockHandle.decode(&r)
         guard let span = IdBlockSpan.decode(&r) else {
@@ -312,10 +319,8 @@ struct StorageVerifier {
             }
             return
         }
-        // An encrypted segment written before its id blocks had spans has none (SPEC.md §14.3).
-        let spanless = reader.sealer != nil && span == nil
-        guard spanless || span == IdBlockSpan(firstId: layout.firstId, count: UInt32(layout.count), isSparse: layout.isSparse,
-                                              sequenceZero: layout.shape == .checkedSequenceZero) else {
+        guard span == IdBlockSpan(firstId: layout.firstId, count: UInt32(layout.count), isSparse: layout.isSparse,
+                                  sequenceZero: layout.shape == .checkedSequenceZero) else {
             throw StorageError.corruption(file: reader.path, offset: offset, reason: "index span differs from its id block")
         }
         if let i = layout.firstDamagedEntry() {
