@@ -24,11 +24,13 @@ import Testing
             .write(toFile: source, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["swiftc", "-typecheck", source, "-I", built + "/Modules",
-                             "-load-plugin-executable", built + "/StrataMacros-tool#StrataMacros",
-                             "-Xcc", "-fmodule-map-file=\(built)/CStrataSupport.build/module.modulemap",
-                             "-Xcc", "-I", "-Xcc", root + "/Sources/CStrataSupport/include",
-                             "-Xcc", "-fmodule-map-file=\(root)/Sources/CLZ4/module.modulemap"]
+        var arguments = ["swiftc", "-typecheck", source, "-I", built + "/Modules",
+                         "-load-plugin-executable", built + "/StrataMacros-tool#StrataMacros",
+                         "-Xcc", "-fmodule-map-file=\(built)/CStrataSupport.build/module.modulemap",
+                         "-Xcc", "-I", "-Xcc", root + "/Sources/CStrataSupport/include",
+                         "-Xcc", "-fmodule-map-file=\(root)/Sources/CLZ4/module.modulemap"]
+        if let map = boringSSLModuleMap(built: built) { arguments += ["-Xcc", "-fmodule-map-file=" + map] }
+        process.arguments = arguments
         let output = dir.path + "/out.txt"
         _ = FileManager.default.createFile(atPath: output, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
@@ -37,6 +39,15 @@ import Testing
         try process.run()
         process.waitUntilExit()
         return (process.terminationStatus, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
+    }
+
+    /// swift-crypto's BoringSSL, which StrataStorage's cipher context imports where it is built
+    /// (SwiftPM hands every transitive C module's map to the compilers of a package's targets;
+    /// a bare `swiftc` needs it given): in the checkouts beside the build's products, when there.
+    static func boringSSLModuleMap(built: String) -> String? {
+        let scratch = URL(fileURLWithPath: built).resolvingSymlinksInPath().deletingLastPathComponent().deletingLastPathComponent()
+        let path = scratch.path + "/checkouts/swift-crypto/Sources/CCryptoBoringSSL/include/module.modulemap"
+        return FileManager.default.fileExists(atPath: path) ? path : nil
     }
 
     @Test func theRightEntitysIdCompiles() throws {

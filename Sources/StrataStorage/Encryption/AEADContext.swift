@@ -4,8 +4,12 @@
 // resolves. Where it does not (Apple platforms, where swift-crypto is CryptoKit), the cipher
 // goes through swift-crypto's API instead; both implementations are built here and
 // `EncryptionTests` checks that each opens what the other seals, byte for byte the same.
+//
+// Imported `internal`, and no stored property has one of its types: modules that import
+// StrataStorage (the object layer, the tool, apps, a `swiftc` that type-checks against the built
+// modules) never need BoringSSL's module map.
 #if canImport(CCryptoBoringSSL)
-import CCryptoBoringSSL
+internal import CCryptoBoringSSL
 #endif
 import Crypto
 import Foundation
@@ -50,8 +54,11 @@ package final class AEADContext: @unchecked Sendable {
     let cipher: FileCipher
     let implementation: Implementation
     private let key: SymmetricKey
+    /// BoringSSL's `EVP_AEAD_CTX`, untyped here (see the import); nil for swift-crypto's calls.
+    private let rawContext: UnsafeMutableRawPointer?
+
     #if canImport(CCryptoBoringSSL)
-    private let context: UnsafeMutablePointer<EVP_AEAD_CTX>?
+    private var context: UnsafeMutablePointer<EVP_AEAD_CTX>? { rawContext?.assumingMemoryBound(to: EVP_AEAD_CTX.self) }
     #endif
 
     static let keyBytes = 32
@@ -67,18 +74,20 @@ package final class AEADContext: @unchecked Sendable {
         #if canImport(CCryptoBoringSSL)
         if implementation == .boringSSL {
             let aead = cipher == .aes256GCM ? CCryptoBoringSSL_EVP_aead_aes_256_gcm() : CCryptoBoringSSL_EVP_aead_chacha20_poly1305()
-            let context = UnsafeMutablePointer<EVP_AEAD_CTX>.allocate(capacity: 1)
+            let raw = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<EVP_AEAD_CTX>.size,
+                                                       alignment: MemoryLayout<EVP_AEAD_CTX>.alignment)
+            let context = raw.bindMemory(to: EVP_AEAD_CTX.self, capacity: 1)
             CCryptoBoringSSL_EVP_AEAD_CTX_zero(context)
             // Fails only for a key or tag of the wrong length, which the lines above rule out.
             let ok = CCryptoBoringSSL_EVP_AEAD_CTX_init(context, aead, key.baseAddress!.assumingMemoryBound(to: UInt8.self),
                                                        Self.keyBytes, Self.tagBytes, nil)
             precondition(ok == 1, "EVP_AEAD_CTX_init refused a 32-byte key")
-            self.context = context
+            rawContext = raw
             self.implementation = .boringSSL
             return
         }
-        context = nil
         #endif
+        rawContext = nil
         self.implementation = .swiftCrypto
     }
 
@@ -87,7 +96,7 @@ package final class AEADContext: @unchecked Sendable {
         if let context {
             // Zeroes the key schedule before the memory goes back.
             CCryptoBoringSSL_EVP_AEAD_CTX_cleanup(context)
-            context.deallocate()
+            rawContext?.deallocate()
         }
         #endif
     }
