@@ -5,9 +5,10 @@
 // goes through swift-crypto's API instead; both implementations are built here and
 // `EncryptionTests` checks that each opens what the other seals, byte for byte the same.
 //
-// Imported `internal`, and no stored property has one of its types: modules that import
-// StrataStorage (the object layer, the tool, apps, a `swiftc` that type-checks against the built
-// modules) never need BoringSSL's module map.
+// Imported `internal`, and no stored property has one of its types: nothing of BoringSSL is part
+// of StrataStorage's interface. A client's compiler still loads the module (the library is not
+// built for library evolution, which `@_implementationOnly` would want): SwiftPM hands it the map
+// as it hands every transitive C module's; a bare `swiftc` needs it given (TypedIdCompileTests).
 #if canImport(CCryptoBoringSSL)
 internal import CCryptoBoringSSL
 #endif
