@@ -13,9 +13,9 @@ package final class FileSealer: Sendable {
     let salt: [UInt8]
     /// The key check value the header carries.
     let check: [UInt8]
-    let cipher: FileCipher
     /// The file key's cipher, set up once (``AEADContext``).
     let context: AEADContext
+    var cipher: FileCipher { context.cipher }
     /// The nonce's first 4 bytes and the base of its last 8, drawn at random for this sealer.
     private let nonceHigh: UInt32
     private let nonceBase: UInt64
@@ -31,7 +31,6 @@ package final class FileSealer: Sendable {
         context = AEADContext(key: key, cipher: cipher, implementation: implementation)
         self.salt = salt
         self.check = check
-        self.cipher = cipher
         var rng = SystemRandomNumberGenerator()
         nonceHigh = UInt32(truncatingIfNeeded: rng.next())
         nonceBase = rng.next()
