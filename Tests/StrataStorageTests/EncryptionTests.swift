@@ -260,6 +260,21 @@ import StrataTesting
                 for h in handles {
                     let o = Int(h.offset)
                     out.append(Unit(salt: salt, nonce: Array(b[o..<(o + 12)]), sealed: Array(b[(o + 12)..<(o + 12 + Int(h.size) + 16)])))
+                    // A block of sealed values: each value is a unit too, its nonce from where its
+                    // entry lies (SPEC.md §14.3).
+                    guard b[o + Int(h.size) + FileSealer.overhead] == SegmentReader.sealedValuesBlockType else { continue }
+                    let payload = o + FileSealer.nonceBytes
+                    try b.withUnsafeBytes { raw in
+                        let stored = UnsafeRawBufferPointer(rebasing: raw[payload..<(payload + Int(h.size))])
+                        let layout = try IdBlockLayout.decode(stored, checked: true, sealedValues: true).get()
+                        for i in 0..<layout.count {
+                            let v = layout.storedValue(i)
+                            let entryAt = UInt64(payload + layout.entriesOffset + i * layout.entryStride)
+                            let nonce = withUnsafeBytes(of: SealedIdValues.nonceHigh.littleEndian, Array.init)
+                                + withUnsafeBytes(of: entryAt.littleEndian, Array.init)
+                            out.append(Unit(salt: salt, nonce: nonce, sealed: Array(stored[v.offset..<(v.offset + v.count)])))
+                        }
+                    }
                 }
             default:
                 // A file sealed whole (STATS, an archive object): one unit after the header.

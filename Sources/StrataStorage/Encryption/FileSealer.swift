@@ -32,7 +32,8 @@ package final class FileSealer: Sendable {
         self.salt = salt
         self.check = check
         var rng = SystemRandomNumberGenerator()
-        nonceHigh = UInt32(truncatingIfNeeded: rng.next())
+        // Top bit clear: nonces with it set are a segment's sealed values' (``SealedIdValues``).
+        nonceHigh = UInt32(truncatingIfNeeded: rng.next()) & 0x7FFF_FFFF
         nonceBase = rng.next()
     }
 
@@ -53,6 +54,42 @@ package final class FileSealer: Sendable {
         let start = beginUnit(&out)
         writeBody(&out)
         endUnit(start, in: &out) { UnsafeRawBufferPointer(rebasing: $0[aad]) }
+    }
+
+    /// Appends `nonce | payload | tag`, where the tag authenticates the payload, left in the
+    /// clear, followed by `aadSuffix` (not stored): AES-GCM of an empty plaintext with that
+    /// additional data. A segment's id block of sealed values is stored so (SPEC.md §14.3): its
+    /// values are sealed already, its entries must stay readable one by one.
+    func authenticate(_ payload: UnsafeRawBufferPointer, aadSuffix: UnsafeRawBufferPointer, into out: inout ByteWriter) {
+        let start = beginUnit(&out)
+        out.append(payload)
+        out.append(aadSuffix)
+        withUnsafeTemporaryAllocation(byteCount: Self.tagBytes, alignment: 8) { tag in
+            out.bytes.withUnsafeMutableBytes { raw in
+                context.seal(UnsafeMutableRawBufferPointer(start: nil, count: 0),
+                             nonce: UnsafeRawBufferPointer(rebasing: raw[start..<(start + Self.nonceBytes)]),
+                             aad: UnsafeRawBufferPointer(rebasing: raw[(start + Self.nonceBytes)...]), tag: tag)
+            }
+            out.removeLast(aadSuffix.count)
+            out.append(UnsafeRawBufferPointer(tag))
+        }
+    }
+
+    /// Checks `nonce | payload | tag` in `stored`, as ``authenticate(_:aadSuffix:into:)`` wrote
+    /// it, with `aadSuffix`; `stored` must have room for the suffix past the payload, where the
+    /// tag lies, which it overwrites (the tag is copied first). False when the tag does not match.
+    func verifyAuthenticated(_ stored: UnsafeMutableRawBufferPointer, payloadCount n: Int, aadSuffix: UnsafeRawBufferPointer) -> Bool {
+        guard stored.count >= Self.overhead + n, n <= stored.count - Self.overhead,
+              aadSuffix.count <= stored.count - Self.nonceBytes - n else { return false }
+        return withUnsafeTemporaryAllocation(byteCount: Self.tagBytes, alignment: 8) { tag in
+            let tagAt = Self.nonceBytes + n
+            tag.copyMemory(from: UnsafeRawBufferPointer(rebasing: stored[tagAt..<(tagAt + Self.tagBytes)]))
+            UnsafeMutableRawBufferPointer(rebasing: stored[tagAt..<(tagAt + aadSuffix.count)]).copyMemory(from: aadSuffix)
+            return context.open(UnsafeRawBufferPointer(start: nil, count: 0), tag: UnsafeRawBufferPointer(tag),
+                                nonce: UnsafeRawBufferPointer(rebasing: stored[0..<Self.nonceBytes]),
+                                aad: UnsafeRawBufferPointer(rebasing: stored[Self.nonceBytes..<(tagAt + aadSuffix.count)]),
+                                into: UnsafeMutableRawBufferPointer(start: nil, count: 0))
+        }
     }
 
     /// Appends the next nonce of this sealer (its random start plus the units sealed so far);

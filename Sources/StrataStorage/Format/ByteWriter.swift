@@ -23,6 +23,9 @@ struct ByteWriter {
 
     @inlinable mutating func appendZeros(_ count: Int) { bytes.append(contentsOf: repeatElement(0, count: count)) }
 
+    /// Drops the last `count` bytes (at most ``count``).
+    @inlinable mutating func removeLast(_ count: Int) { bytes.removeLast(count) }
+
     @inlinable mutating func appendFixed32(_ value: UInt32) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }

@@ -30,8 +30,10 @@ package enum FormatConstants {
     /// properties block's filter prefix field; version 3 keeps each key's filter probes in one
     /// 64-byte line; version 4 adds id-addressed data blocks (§6.1.1); version 5 gives each of
     /// their entries a checksum, stores them raw and describes each in its index entry, so that
-    /// a point read copies one entry out of the file (§6.1.1, §6.2). Versions 1–4 are still read.
-    static let segmentFormatVersion: UInt32 = 5
+    /// a point read copies one entry out of the file (§6.1.1, §6.2); version 6 does the same in
+    /// an encrypted segment, whose id blocks' values are then sealed one by one (§14.3), and is
+    /// laid out as version 5 in a plaintext one. Versions 1–5 are still read.
+    static let segmentFormatVersion: UInt32 = 6
     /// Last eight bytes of every segment: "STRATSEG" read as a little-endian UInt64.
     static let segmentMagic: UInt64 = 0x4745_5354_4152_5453
     /// Bytes in the fixed segment footer.

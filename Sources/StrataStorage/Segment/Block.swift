@@ -22,6 +22,9 @@ package final class Block: @unchecked Sendable {
     private let idSparse: Bool
     /// An id block's entry shape (format 4, or format 5 with or without trailers).
     private let idShape: IdBlockLayout.EntryShape
+    /// Whether an id block's values were sealed one by one (each followed by its tag's 16 bytes,
+    /// opened in place before the block was made).
+    private let idSealed: Bool
     /// Bytes of the allocation, for the cache's charge.
     private let allocated: Int32
 
@@ -38,15 +41,18 @@ package final class Block: @unchecked Sendable {
     package var idLayout: IdBlockLayout? {
         guard idCount > 0 else { return nil }
         return IdBlockLayout(contents: contents, count: Int(idCount), firstId: firstId, isSparse: idSparse,
-                             entriesOffset: Int(restartsAt), headCount: Int(headCount), headWord: headWord, shape: idShape)
+                             entriesOffset: Int(restartsAt), headCount: Int(headCount), headWord: headWord, shape: idShape,
+                             valueTagBytes: idSealed ? AEADContext.tagBytes : 0)
     }
 
     /// Takes ownership of `storage`, whose first `contentsCount` bytes are the block.
     /// Throws corruption when the restart array does not fit; `storage` is freed then.
     /// - Parameter idFormat: which id layout the block may be in (data blocks of segment format
     ///   4 and later, ``IdBlockFormat``).
+    /// - Parameter sealedValues: the block must be an id block whose values were sealed one by
+    ///   one (an encrypted segment of format 6, SPEC.md §14.3), already opened in place.
     package init(taking storage: UnsafeMutableRawBufferPointer, contentsCount: Int, file: String, offset: UInt64,
-         parseRestarts: Bool = true, idFormat: IdBlockFormat = .none) throws {
+         parseRestarts: Bool = true, idFormat: IdBlockFormat = .none, sealedValues: Bool = false) throws {
         let contents = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(storage)[0..<contentsCount])
         // Everything is checked before any property is set: a class whose init throws after
         // full initialization runs its deinit, which would free `storage` a second time (found
@@ -62,8 +68,11 @@ package final class Block: @unchecked Sendable {
         // A raw payload (filter, properties) has no entries to iterate: nothing to parse.
         if parseRestarts {
             guard contentsCount >= 4 else { throw fail("block too short") }
+            if sealedValues && !(idFormat == .checked && IdBlockLayout.hasMarker(contents)) {
+                throw fail("block of sealed values not in the id layout")
+            }
             if idFormat != .none && IdBlockLayout.hasMarker(contents) {
-                switch IdBlockLayout.decode(contents, checked: idFormat == .checked) {
+                switch IdBlockLayout.decode(contents, checked: idFormat == .checked, sealedValues: sealedValues) {
                 case let .success(layout):
                     restartsAt = layout.entriesOffset
                     idCount = layout.count
@@ -97,6 +106,7 @@ package final class Block: @unchecked Sendable {
         self.headCount = UInt16(headCount)
         idSparse = sparse
         idShape = shape
+        idSealed = sealedValues
         allocated = Int32(storage.count)
     }
 

@@ -73,6 +73,11 @@ package struct IdBlockLayout {
     /// compared with it, without reading the head at the end of the block (another cache line).
     let headWord: UInt64
     let shape: EntryShape
+    /// Bytes after each value that are not its plaintext: 16 (its tag) in an id block of an
+    /// encrypted segment of format 6, whose values are sealed one by one (SPEC.md §14.3); else 0.
+    /// Once such a block is read whole its values are opened in place, each followed by the
+    /// 16 bytes its tag took.
+    var valueTagBytes: Int = 0
 
     @inline(__always) var isChecked: Bool { shape.isChecked }
     @inline(__always) var entryStride: Int { shape.bytes }
@@ -93,7 +98,9 @@ package struct IdBlockLayout {
     /// - Parameter checked: whether the block is of format 5 (entries with checksums; the
     ///   footer's checked flag must say the same). The entries' checksums are not computed
     ///   here: the block's own CRC has covered them; ``verifyEntries()`` does, for `verify`.
-    static func decode(_ contents: UnsafeRawBufferPointer, checked: Bool) -> Result<IdBlockLayout, IdBlockDamage> {
+    /// - Parameter sealedValues: each value is sealed alone and ends in its 16-byte tag
+    ///   (``valueTagBytes``): every value region must hold one.
+    static func decode(_ contents: UnsafeRawBufferPointer, checked: Bool, sealedValues: Bool = false) -> Result<IdBlockLayout, IdBlockDamage> {
         let n = contents.count
         guard n >= footerBytes, loadFixed32(contents, n - 4) == 0 else { return .failure(.init("id block footer")) }
         let footer = n - footerBytes
@@ -136,7 +143,14 @@ package struct IdBlockLayout {
             for i in 0..<m {
                 let offset = Int(loadFixed32(contents, entriesOffset + i * entryBytes))
                 guard offset >= previous, offset <= valuesEnd else { return .failure(.init("id block value out of range")) }
+                // A sealed value ends in its tag: the previous one is at least that long.
+                guard !sealedValues || i == 0 || offset - previous >= AEADContext.tagBytes else {
+                    return .failure(.init("id block sealed value shorter than its tag"))
+                }
                 previous = offset
+            }
+            guard !sealedValues || valuesEnd - previous >= AEADContext.tagBytes else {
+                return .failure(.init("id block sealed value shorter than its tag"))
             }
         } else {
             for i in 0..<m {
@@ -148,13 +162,16 @@ package struct IdBlockLayout {
         var word: UInt64 = 0
         for i in 0..<min(h, 8) { word |= UInt64(contents[headOffset + i]) << UInt64(8 * i) }
         return .success(IdBlockLayout(contents: contents, count: m, firstId: first, isSparse: sparse,
-                                      entriesOffset: entriesOffset, headCount: h, headWord: word, shape: shape))
+                                      entriesOffset: entriesOffset, headCount: h, headWord: word, shape: shape,
+                                      valueTagBytes: sealedValues ? AEADContext.tagBytes : 0))
     }
 
     /// Format 5: the index of the first entry whose checksum does not match its key and value,
-    /// or nil when every one does (or the block is of format 4, whose entries carry none).
+    /// or nil when every one does (or the block is of format 4, whose entries carry none). A
+    /// block of sealed values had each checksum checked over its sealed bytes before they were
+    /// opened (``SealedIdValues/openAll(_:contents:context:payloadOffset:)``): nil.
     package func firstDamagedEntry() -> Int? {
-        guard isChecked else { return nil }
+        guard isChecked, valueTagBytes == 0 else { return nil }
         return withUnsafeTemporaryAllocation(byteCount: userKeyCount + 8, alignment: 8) { key in
             for i in 0..<count {
                 writeKey(i, to: key.baseAddress!)
@@ -195,8 +212,15 @@ package struct IdBlockLayout {
         }
     }
 
-    /// Entry `i`'s value: its offset and size in `contents`.
+    /// Entry `i`'s value: its offset and size in `contents` (without a sealed value's tag).
     @inline(__always) func value(_ i: Int) -> (offset: Int, count: Int) {
+        let stored = storedValue(i)
+        return (stored.offset, stored.count &- valueTagBytes)
+    }
+
+    /// Entry `i`'s value as stored: its offset and size in `contents`, a sealed value's tag
+    /// included.
+    @inline(__always) func storedValue(_ i: Int) -> (offset: Int, count: Int) {
         let e = entriesOffset + i &* entryStride
         if shape == .plain { return (Int(loadFixed32(contents, e + 8)), Int(loadFixed32(contents, e + 12))) }
         // Format 5: up to the next entry's value (decode checked that offsets do not decrease).

@@ -14,8 +14,15 @@ struct IdBlockBuilder {
     private var checksums: [UInt32] = []
     /// Whether every trailer so far is 1 (sequence 0, a value): format 5 then leaves them out.
     private var sequenceZero = true
+    /// An encrypted segment of format 6: each value is followed by room for its tag, and sealed
+    /// (and its checksum computed over the sealed bytes) when the block is finished, where its
+    /// entry's offset, its nonce, is known (``SealedIdValues``).
+    private let sealedValues: Bool
 
-    init(checked: Bool = true) { self.checked = checked }
+    init(checked: Bool = true, sealedValues: Bool = false) {
+        self.checked = checked
+        self.sealedValues = checked && sealedValues
+    }
 
     var isEmpty: Bool { ids.isEmpty }
     var entryCount: Int { ids.count }
@@ -56,7 +63,7 @@ struct IdBlockBuilder {
         let user = InternalKey.userKey(internalKey)
         let h = user.count - 8
         let id = UInt64(bigEndian: user.loadUnaligned(fromByteOffset: h, as: UInt64.self))
-        guard values.count + value.count <= Int(UInt32.max) else { return false }
+        guard values.count + value.count + SealedIdValues.tagBytes <= Int(UInt32.max) else { return false }
         if let last = ids.last {
             guard h == head.count, id > last,
                   head.withUnsafeBytes({ UnsafeRawBufferPointer(rebasing: user[0..<h]).bytesEqual($0) }) else { return false }
@@ -66,10 +73,11 @@ struct IdBlockBuilder {
         }
         ids.append(id)
         let trailer = InternalKey.trailer(internalKey)
-        if checked { checksums.append(IdBlockLayout.entryChecksum(userKey: user, trailer: trailer, value: value)) }
+        if checked && !sealedValues { checksums.append(IdBlockLayout.entryChecksum(userKey: user, trailer: trailer, value: value)) }
         if trailer != InternalKey.trailer(sequence: 0, kind: .value) { sequenceZero = false }
-        entries.append((trailer, UInt32(values.count), UInt32(value.count)))
+        entries.append((trailer, UInt32(values.count), UInt32(value.count + (sealedValues ? SealedIdValues.tagBytes : 0))))
         values.append(value)
+        if sealedValues { values.appendZeros(SealedIdValues.tagBytes) }
         return true
     }
 
@@ -83,7 +91,12 @@ struct IdBlockBuilder {
 
     /// Appends the id array (sparse blocks), the entries, the head and the footer, and lends
     /// the finished contents to `body`. Call ``reset()`` before adding again.
-    mutating func withFinishedContents<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    /// - Parameter sealing: for a builder of sealed values, the file key's cipher and the file
+    ///   offset where the block's contents will start.
+    mutating func withFinishedContents<R>(sealing: (context: AEADContext, payloadOffset: UInt64)? = nil,
+                                          _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        precondition(!sealedValues || sealing != nil, "a block of sealed values is finished with its file's cipher")
+        if sealedValues, let sealing { sealValues(sealing.context, payloadOffset: sealing.payloadOffset) }
         if isSparse { for id in ids { values.appendFixed64(id) } }
         for (i, (trailer, offset, size)) in entries.enumerated() {
             if checked {
@@ -105,5 +118,29 @@ struct IdBlockBuilder {
                              | (checked && sequenceZero ? IdBlockLayout.sequenceZeroFlag : 0))
         values.appendFixed32(0)
         return try values.bytes.withUnsafeBytes(body)
+    }
+
+    /// Seals each value in place, its nonce the file offset its entry will have, and computes
+    /// its checksum over the sealed bytes (what a point read copies and checks).
+    private mutating func sealValues(_ context: AEADContext, payloadOffset: UInt64) {
+        let entryBytes = sequenceZero ? 8 : 16
+        let entriesOffset = values.count + (isSparse ? ids.count * 8 : 0)
+        var key: [UInt8] = []
+        checksums.removeAll(keepingCapacity: true)
+        for i in 0..<entries.count {
+            self.key(i, into: &key)
+            let (trailer, offset, size) = entries[i]
+            let userKey = key.count - InternalKey.trailerBytes
+            let entryAt = payloadOffset + UInt64(entriesOffset + i * entryBytes)
+            let checksum = key.withUnsafeBytes { k in
+                values.bytes.withUnsafeMutableBytes { raw in
+                    let value = UnsafeMutableRawBufferPointer(rebasing: raw[Int(offset)..<(Int(offset) + Int(size))])
+                    let user = UnsafeRawBufferPointer(rebasing: k[0..<userKey])
+                    SealedIdValues.seal(value, userKey: user, trailer: trailer, entryAt: entryAt, context: context)
+                    return IdBlockLayout.entryChecksum(userKey: user, trailer: trailer, value: UnsafeRawBufferPointer(value))
+                }
+            }
+            checksums.append(checksum)
+        }
     }
 }

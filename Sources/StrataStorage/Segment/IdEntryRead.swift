@@ -77,6 +77,8 @@ extension SegmentReader {
         case .undecided: return .undecided
         case let .block(b): block = b
         }
+        // An encrypted segment's block starts with its nonce; the contents follow.
+        let blockOffset = block.offset + payloadShift
         let headCount = userKey.count - 8
         let id = UInt64(bigEndian: userKey.loadUnaligned(fromByteOffset: headCount, as: UInt64.self))
         // The table checked that these regions fit in the block.
@@ -85,14 +87,14 @@ extension SegmentReader {
         let valuesEnd = block.isSparse ? entriesOffset - m * 8 : entriesOffset
         let position: Int
         if block.isSparse {
-            guard let p = try sparsePosition(of: id, blockOffset: block.offset, idsOffset: valuesEnd, count: m, scratch: scratch) else {
+            guard let p = try sparsePosition(of: id, blockOffset: blockOffset, idsOffset: valuesEnd, count: m, scratch: scratch) else {
                 return .undecided
             }
             position = p
         } else {
             position = Int(id - block.firstId)
         }
-        return .entry(IdEntryLocation(blockOffset: block.offset, blockSize: Int(block.size),
+        return .entry(IdEntryLocation(blockOffset: blockOffset, blockSize: Int(block.size),
                                       entryOffset: entriesOffset + position * entryBytes, valuesEnd: valuesEnd,
                                       entryBytes: entryBytes, isLast: position == m - 1))
     }
@@ -116,7 +118,7 @@ extension SegmentReader {
                                               location.isLast ? 1 : 0, UInt64(location.valuesEnd),
                                               userKey.baseAddress!.assumingMemoryBound(to: UInt8.self), userKey.count,
                                               buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), buffer.count, &trailer)
-            return try outcome(r, trailer: trailer, location: location, lookupKey: lookupKey)
+            return try outcome(r, trailer: trailer, location: location, lookupKey: lookupKey, buffer: buffer)
         }
         let entryAt = location.blockOffset + UInt64(location.entryOffset)
         // The entry and the next one's value offset (the head and footer follow the last entry).
@@ -137,7 +139,7 @@ extension SegmentReader {
             guard loadFixed32(raw, 4) == expected else {
                 throw StorageError.corruption(file: path, offset: entryAt, reason: "id block entry checksum mismatch")
             }
-            return try outcome(Int64(valueCount), trailer: trailer, location: location, lookupKey: lookupKey)
+            return try outcome(Int64(valueCount), trailer: trailer, location: location, lookupKey: lookupKey, buffer: buffer)
         }
     }
 
@@ -173,12 +175,25 @@ extension SegmentReader {
                                           location.isLast ? 1 : 0, UInt64(location.valuesEnd),
                                           userKey.baseAddress!.assumingMemoryBound(to: UInt8.self), userKey.count,
                                           buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), buffer.count, &trailer)
-        return try outcome(r, trailer: trailer, location: location, lookupKey: lookupKey)
+        return try outcome(r, trailer: trailer, location: location, lookupKey: lookupKey, buffer: buffer)
     }
 
-    /// What a read of an entry (a value's size, or a `STRATA_ENTRY_` failure) means.
+    /// What a read of an entry (a value's size, or a `STRATA_ENTRY_` failure) means. In an
+    /// encrypted segment the `r` bytes copied to `buffer` are the sealed value, whose checksum
+    /// matched: opened here in place (SPEC.md §14.3).
     @inline(__always)
-    private func outcome(_ r: Int64, trailer: UInt64, location: IdEntryLocation, lookupKey: UnsafeRawBufferPointer) throws -> IdEntryRead {
+    private func outcome(_ r: Int64, trailer: UInt64, location: IdEntryLocation, lookupKey: UnsafeRawBufferPointer,
+                         buffer: UnsafeMutableRawBufferPointer) throws -> IdEntryRead {
+        var r = r
+        if r >= 0, let sealer {
+            let value = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(r)])
+            let entryAt = location.blockOffset + UInt64(location.entryOffset)
+            guard SealedIdValues.open(value, userKey: InternalKey.userKey(lookupKey), trailer: trailer, entryAt: entryAt,
+                                      context: sealer.context) else {
+                throw StorageError.corruption(file: path, offset: entryAt, reason: "id block entry fails its authentication tag")
+            }
+            r -= Int64(SealedIdValues.tagBytes)
+        }
         guard r >= 0 else {
             let at = location.blockOffset + UInt64(location.entryOffset)
             switch r {

@@ -36,6 +36,16 @@ package final class SegmentReader: @unchecked Sendable {
     let sealer: FileSealer?
     /// What follows each block: type and CRC (5 bytes), or nonce, tag and type when sealed.
     let trailerBytes: Int
+    /// An encrypted segment of format 6: its id blocks hold values sealed one by one, stored as
+    /// ``sealedValuesBlockType`` blocks, and its index gives their spans (SPEC.md §14.3).
+    let sealedValues: Bool
+    /// Where an id block's contents start past its handle's offset: after the nonce of an
+    /// encrypted segment's block.
+    let payloadShift: UInt64
+
+    /// The stored type of an encrypted segment's id block of sealed values: `nonce | contents |
+    /// tag | 2`, the contents in the clear (their values sealed), the tag over them.
+    static let sealedValuesBlockType: UInt8 = 2
 
     /// A sealed block's trailer: nonce (12), tag (16), type (1).
     static let sealedTrailerBytes = FileSealer.overhead + 1
@@ -75,8 +85,8 @@ package final class SegmentReader: @unchecked Sendable {
         }
         let sealer = sealer
         trailerBytes = sealer == nil ? FormatConstants.blockTrailerBytes : Self.sealedTrailerBytes
-        // Nothing of an encrypted segment is read in place: entries are not readable alone.
-        mapped = sealer == nil ? (file as? PosixReadableFile)?.mappedBytes : nil
+        payloadShift = sealer == nil ? 0 : UInt64(FileSealer.nonceBytes)
+        mapped = (file as? PosixReadableFile)?.mappedBytes
         self.path = path
         self.fileNumber = fileNumber
         self.cache = cache
@@ -110,7 +120,10 @@ package final class SegmentReader: @unchecked Sendable {
         properties = props
         filterLayout = BloomFilter.Layout(segmentFormat: footer.formatVersion)
         idFormat = IdBlockFormat(segmentFormat: footer.formatVersion)
-        indexSummary = IndexSummaryCell(idSpans: idFormat == .checked && sealer == nil)
+        // Format 5's encrypted segments sealed id blocks whole: no spans, every read takes the
+        // block path.
+        sealedValues = sealer != nil && footer.formatVersion >= 6
+        indexSummary = IndexSummaryCell(idSpans: idFormat == .checked && (sealer == nil || sealedValues))
     }
 
     deinit { file.close() }
@@ -131,8 +144,11 @@ package final class SegmentReader: @unchecked Sendable {
 
     /// Reads, verifies and decompresses one block. Filter and properties blocks are handled
     /// here too: for them the "contents" are raw bytes, so the restart-array check is skipped.
+    /// - Parameter sealedValues: whether the block may be an id block of sealed values (a data
+    ///   block of an encrypted segment of format 6).
     private static func readBlock(file: any ReadableFile, path: String, handle: BlockHandle, sealer: FileSealer?, parseRestarts: Bool = true,
-                                  idFormat: IdBlockFormat = .none, once: Bool = false, alignment: Int = 8) throws -> Block {
+                                  idFormat: IdBlockFormat = .none, sealedValues: Bool = false, once: Bool = false,
+                                  alignment: Int = 8) throws -> Block {
         let trailer = sealer == nil ? FormatConstants.blockTrailerBytes : sealedTrailerBytes
         guard handleInRange(handle, fileSize: file.size, trailerBytes: trailer) else {
             throw StorageError.corruption(file: path, offset: handle.offset, reason: "block handle out of range")
@@ -149,6 +165,13 @@ package final class SegmentReader: @unchecked Sendable {
             throw error
         }
         if let sealer {
+            if buf[n + FileSealer.overhead] == sealedValuesBlockType {
+                guard sealedValues else {
+                    buf.deallocate()
+                    throw StorageError.corruption(file: path, offset: handle.offset, reason: "block of sealed values where none may be")
+                }
+                return try openSealedValuesBlock(buf, sealer: sealer, path: path, handle: handle)
+            }
             return try openSealedBlock(buf, sealer: sealer, path: path, handle: handle, parseRestarts: parseRestarts,
                                        idFormat: idFormat, alignment: alignment)
         }
@@ -179,6 +202,35 @@ package final class SegmentReader: @unchecked Sendable {
         plain[n] = type
         return try decodeBlock(UnsafeRawBufferPointer(plain), owned: plain, path: path, handle: handle, parseRestarts: parseRestarts,
                                idFormat: idFormat, verified: true)
+    }
+
+    /// Opens an id block of sealed values (`nonce | contents | tag | 2`, SPEC.md §14.3) read into
+    /// `stored`, which this takes over: checks the tag over the whole block, moves the contents
+    /// to the buffer's start and opens each value in place (each after its entry's checksum).
+    private static func openSealedValuesBlock(_ stored: UnsafeMutableRawBufferPointer, sealer: FileSealer, path: String,
+                                              handle: BlockHandle) throws -> Block {
+        let n = Int(handle.size)
+        let aad = sealedBlockAAD(type: sealedValuesBlockType, offset: handle.offset)
+        guard aad.withUnsafeBytes({ sealer.verifyAuthenticated(stored, payloadCount: n, aadSuffix: $0) }) else {
+            stored.deallocate()
+            throw StorageError.corruption(file: path, offset: handle.offset, reason: "block fails its authentication tag")
+        }
+        let base = stored.baseAddress!
+        base.copyMemory(from: base + FileSealer.nonceBytes, byteCount: n)
+        let contents = UnsafeMutableRawBufferPointer(rebasing: stored[0..<n])
+        let payloadOffset = handle.offset + UInt64(FileSealer.nonceBytes)
+        switch IdBlockLayout.decode(UnsafeRawBufferPointer(contents), checked: true, sealedValues: true) {
+        case let .success(layout):
+            if let i = SealedIdValues.openAll(layout, contents: contents, context: sealer.context, payloadOffset: payloadOffset) {
+                stored.deallocate()
+                throw StorageError.corruption(file: path, offset: payloadOffset + UInt64(layout.entriesOffset + i * layout.entryStride),
+                                              reason: "id block entry \(i) fails its checksum or its tag")
+            }
+        case let .failure(damage):
+            stored.deallocate()
+            throw StorageError.corruption(file: path, offset: handle.offset, reason: damage.reason)
+        }
+        return try Block(taking: stored, contentsCount: n, file: path, offset: handle.offset, idFormat: .checked, sealedValues: true)
     }
 
     /// Verifies and decompresses a block's payload and trailer in `raw`. `owned` is the buffer
@@ -230,7 +282,8 @@ package final class SegmentReader: @unchecked Sendable {
         }
         stats.blockCacheMisses.add(1, ordering: .relaxed)
         // A read that skips the cache (compaction) will not come back to this block soon.
-        let b = try Self.readBlock(file: file, path: path, handle: handle, sealer: sealer, idFormat: idFormat, once: !fillCache)
+        let b = try Self.readBlock(file: file, path: path, handle: handle, sealer: sealer, idFormat: idFormat,
+                                   sealedValues: sealedValues, once: !fillCache)
         stats.bytesRead.add(handle.size + UInt64(trailerBytes), ordering: .relaxed)
         // A format 5 id block is not cached either way: point reads copy its entries out of the
         // file, and a scan, which reads it whole, reads each block once (SPEC.md §6.1.1). The

@@ -53,6 +53,9 @@ final class SegmentWriter {
     /// Seals every block when the store is encrypted (SPEC.md §14.3); the file then starts with
     /// its encryption header.
     private let sealer: FileSealer?
+    /// An encrypted segment of format 6: id blocks hold values sealed one by one, so that a
+    /// point read opens one object, not its block (SPEC.md §14.3).
+    private let sealsValues: Bool
 
     init(file: any WritableFile, path: String, keySpaceId: UInt32, layout: SegmentLayout,
          cacheFill: (cache: BlockCache, segmentId: UInt64)? = nil, cipher: StoreCipher? = nil) {
@@ -66,7 +69,8 @@ final class SegmentWriter {
             offset = UInt64(EncryptionHeader.bytes)
         }
         dataBlock = BlockBuilder(restartInterval: layout.restartInterval)
-        idBlock = IdBlockBuilder(checked: IdBlockFormat(segmentFormat: layout.formatVersion) == .checked)
+        sealsValues = sealer != nil && layout.formatVersion >= 6
+        idBlock = IdBlockBuilder(checked: IdBlockFormat(segmentFormat: layout.formatVersion) == .checked, sealedValues: sealsValues)
         properties = SegmentProperties(keySpaceId: keySpaceId, entryCount: 0, deletionCount: 0,
                                        minSequence: .max, maxSequence: 0, smallestKey: [], largestKey: [],
                                        rawKeyBytes: 0, rawValueBytes: 0, dataBlockCount: 0,
@@ -146,14 +150,21 @@ final class SegmentWriter {
         // The index entry is the block's last key.
         if !idBlock.isEmpty {
             idBlock.key(idBlock.entryCount - 1, into: &pendingIndexKey)
-            // An encrypted segment has no raw id blocks: an entry cannot be read without its
-            // block's tag, so its id blocks are sealed (and compressed) like any other block.
-            if IdBlockFormat(segmentFormat: layout.formatVersion) == .checked && sealer == nil {
+            if sealsValues, let sealer {
+                // Each value sealed alone, the block authenticated whole and stored in the
+                // clear: a point read opens one object (SPEC.md §14.3). The contents start
+                // after the block's nonce.
+                pendingSpan = idBlock.span
+                pendingHandle = try idBlock.withFinishedContents(sealing: (sealer.context, offset + UInt64(FileSealer.nonceBytes))) {
+                    try appendSealedValuesBlock($0, sealer: sealer)
+                }
+            } else if IdBlockFormat(segmentFormat: layout.formatVersion) == .checked && sealer == nil {
                 // Stored raw, so that a point read copies one entry and its value out of the
                 // file (SPEC.md §6.1.1); no cache fill either: such reads do not use the cache.
                 pendingSpan = idBlock.span
                 pendingHandle = try idBlock.withFinishedContents { try writeBlock($0, compress: false) }
             } else {
+                // Format 5's encrypted segments: id blocks sealed (and compressed) whole.
                 pendingSpan = nil
                 pendingHandle = try idBlock.withFinishedContents { try writeDataBlock($0, compress: compress) }
             }
@@ -230,6 +241,19 @@ final class SegmentWriter {
         crc = withUnsafeBytes(of: type.rawValue) { Checksum.crc32c($0, extending: crc) }
         output.appendFixed32(Checksum.mask(crc))
         offset += UInt64(payload.count + FormatConstants.blockTrailerBytes)
+        if output.count >= 256 * 1024 { try flushOutput() }
+        return handle
+    }
+
+    /// `nonce | contents | tag | 2`: an id block of sealed values, authenticated whole with its
+    /// type and offset (SPEC.md §14.3).
+    private func appendSealedValuesBlock(_ contents: UnsafeRawBufferPointer, sealer: FileSealer) throws -> BlockHandle {
+        let handle = BlockHandle(offset: offset, size: UInt64(contents.count))
+        let type = SegmentReader.sealedValuesBlockType
+        let aad = SegmentReader.sealedBlockAAD(type: type, offset: offset)
+        aad.withUnsafeBytes { sealer.authenticate(contents, aadSuffix: $0, into: &output) }
+        output.append(type)
+        offset += UInt64(contents.count + SegmentReader.sealedTrailerBytes)
         if output.count >= 256 * 1024 { try flushOutput() }
         return handle
     }

@@ -301,8 +301,8 @@ struct StorageVerifier {
     /// point reads trust instead of the block) says what the block holds; other blocks have none.
     static func checkIdBlock(_ block: Block, indexValue: UnsafeRawBufferPointer, reader: SegmentReader, offset: UInt64) throws {
         guard reader.idFormat == .checked else { return }
-        if reader.sealer != nil {
-            // An encrypted segment's index has no spans (its id blocks are sealed whole).
+        if reader.sealer != nil && !reader.sealedValues {
+            // A format 5 encrypted segment's index has no spans (its id blocks are sealed whole).
             if let i = block.idLayout?.firstDamagedEntry() {
                 throw StorageError.corruption(file: reader.path, offset: offset, reason: "id block entry \(i) fails its checksum")
             }

@@ -1,0 +1,216 @@
+import Foundation
+import Testing
+@testable import StrataStorage
+import StrataTesting
+import StrataProbes
+
+/// An encrypted segment of format 6 seals each value of its id blocks alone (SPEC.md §14.3):
+/// a point read copies and opens one object, not its block, and still refuses any changed,
+/// moved or swapped byte; segments of format 5 (id blocks sealed whole) keep reading.
+@Suite struct SealedIdValueTests {
+    static let dir = "/db"
+    static let key = [UInt8](repeating: 0x5A, count: 32)
+
+    static func options(_ fs: any FileSystem, format: UInt32 = FormatConstants.segmentFormatVersion, blockBytes: Int = 512) -> EngineOptions {
+        var o = EngineOptions.testing(fs, memtableBytes: 16 << 10, blockBytes: blockBytes, targetSegmentBytes: 16 << 10)
+        o.keySpaces = ["objects"]
+        o.idKeySpaces = ["objects"]
+        o.encryptionKey = key
+        o.segmentFormatVersion = format
+        return o
+    }
+
+    static func contents(_ path: String, _ fs: any FileSystem) throws -> [UInt8] {
+        let file = try fs.openReadable(path)
+        defer { file.close() }
+        var bytes = [UInt8](repeating: 0, count: Int(file.size))
+        try bytes.withUnsafeMutableBytes { try file.readExactly(at: 0, into: $0, path: path) }
+        return bytes
+    }
+
+    /// Overwrites the file at `path` with `bytes`.
+    static func replace(_ path: String, with bytes: [UInt8], in fs: any FileSystem) throws {
+        try fs.removeFile(path)
+        try DecoderProbe.write(bytes, to: path, in: fs)
+    }
+
+    /// A workload of dense runs, gaps, deletions and overwrites over four flushes and a
+    /// compaction; returns what the key space holds.
+    static func fill(_ e: Engine) throws -> [[UInt8]: [UInt8]] {
+        let ks = try e.keySpace(named: "objects")
+        var model: [[UInt8]: [UInt8]] = [:]
+        for round in 0..<4 {
+            var batch = WriteBatch()
+            for id in UInt64(1)...300 where (id + UInt64(round)) % 7 != 0 {
+                let v = Array("object \(id) round \(round) ".utf8) + [UInt8](repeating: UInt8(id & 0x7F), count: Int(id % 50))
+                batch.put(IdBlockTests.idKey(1, id), v, in: ks)
+                model[IdBlockTests.idKey(1, id)] = v
+            }
+            for id in stride(from: UInt64(5), through: 300, by: 11) {
+                batch.delete(IdBlockTests.idKey(1, id), in: ks)
+                model[IdBlockTests.idKey(1, id)] = nil
+            }
+            try e.write(batch)
+            try e.flush()
+            if round == 3 { _ = try e.compact() }
+        }
+        return model
+    }
+
+    /// The id blocks of the segment at `path`, as stored: each one's contents' file offset and
+    /// its layout decoded over the stored (sealed) bytes of `file`.
+    static func storedIdBlocks(_ path: String, _ file: [UInt8], _ fs: any FileSystem) throws -> [(payload: Int, layout: IdBlockLayout)] {
+        let reader = try SegmentReader.open(fileSystem: fs, path: path, fileNumber: 1, cache: BlockCache(capacityBytes: 1 << 20),
+                                            stats: StatisticsCounters(), cipher: try StoreCipher(key: key))
+        var out: [(Int, IdBlockLayout)] = []
+        for i in 0..<(try reader.indexEntryCount()) {
+            let h = try reader.blockHandle(atIndexEntry: i)
+            let typeAt = Int(h.offset) + Int(h.size) + FileSealer.overhead
+            guard file[typeAt] == SegmentReader.sealedValuesBlockType else { continue }
+            let payload = Int(h.offset) + FileSealer.nonceBytes
+            let stored = file.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[payload..<(payload + Int(h.size))]) }
+            // The layout's pointer is used only while `file` lives (the caller's array).
+            if case let .success(layout) = IdBlockLayout.decode(stored, checked: true, sealedValues: true) { out.append((payload, layout)) }
+        }
+        return out
+    }
+
+    @Test(arguments: [false, true])
+    func pointReadsOpenOneObjectWithoutTheBlockCache(mapped: Bool) throws {
+        let temporary = TemporaryDirectory()
+        let fs: any FileSystem = mapped ? PosixFileSystem() : InMemoryFileSystem()
+        let dir = mapped ? temporary.path + "/db" : Self.dir
+        let e = try Engine.open(directory: dir, options: Self.options(fs))
+        let model = try Self.fill(e)
+        e.close()
+        // Every segment's id blocks are blocks of sealed values.
+        var sealedBlocks = 0
+        for name in try fs.listDirectory(dir) where name.hasSuffix(".seg") {
+            let path = dir + "/" + name
+            let file = try Self.contents(path, fs)
+            sealedBlocks += try Self.storedIdBlocks(path, file, fs).count
+        }
+        #expect(sealedBlocks > 4)
+        let reopened = try Engine.open(directory: dir, options: Self.options(fs))
+        let objects = try reopened.keySpace(named: "objects")
+        let before = reopened.statistics().sinceOpen
+        for id in UInt64(0)...310 {
+            #expect(try reopened.get(IdBlockTests.idKey(1, id), in: objects) == model[IdBlockTests.idKey(1, id)], "id \(id)")
+        }
+        var keys = KeyList()
+        for id in UInt64(0)...310 { keys.append(IdBlockTests.idKey(1, id)) }
+        try reopened.visitValues(forKeys: keys, in: objects) { i, value in
+            #expect(value.map(Array.init) == model[IdBlockTests.idKey(1, UInt64(i))], "batched id \(i)")
+        }
+        let after = reopened.statistics().sinceOpen
+        #expect(after.blockCacheMisses == before.blockCacheMisses)
+        #expect(after.blockCacheHits == before.blockCacheHits)
+        // A scan reads the blocks whole, opening every value.
+        #expect(try reopened.scan(objects).count == model.count)
+        reopened.close()
+        #expect(try Engine.verify(directory: dir, fileSystem: fs, encryptionKey: Self.key).isClean)
+    }
+
+    /// A changed byte of a sealed value whose entry checksum was made to match (so only the tag
+    /// can tell), and two values of one length swapped with their checksums fixed (each then
+    /// opens under the other's nonce): every such read is corruption, the others still read, and
+    /// `verify` names the block.
+    @Test(arguments: [false, true])
+    func aChangedOrSwappedValueFailsItsTagOnItsRead(mapped: Bool) throws {
+        let temporary = TemporaryDirectory()
+        let fs: any FileSystem = mapped ? PosixFileSystem() : InMemoryFileSystem()
+        let dir = mapped ? temporary.path + "/db" : Self.dir
+        // One block of 20 entries.
+        func options() -> EngineOptions { Self.options(fs, blockBytes: 4096) }
+        let e = try Engine.open(directory: dir, options: options())
+        let ks = try e.keySpace(named: "objects")
+        var batch = WriteBatch()
+        for id in UInt64(1)...20 { batch.put(IdBlockTests.idKey(3, id), Array("value-\(id % 10)".utf8), in: ks) }
+        try e.write(batch)
+        try e.flush()
+        e.close()
+        let name = try #require(try fs.listDirectory(dir).first { $0.hasSuffix(".seg") })
+        let path = dir + "/" + name
+        let original = try Self.contents(path, fs)
+        #expect(!EncryptionTests.contains(original, Array("value-7".utf8)))
+        let (payload, layout) = try #require(try Self.storedIdBlocks(path, original, fs).first)
+        #expect(layout.firstId == 1 && layout.count == 20)
+
+        /// Writes entry `i`'s checksum for the stored bytes in `file`.
+        func fixChecksum(_ file: inout [UInt8], entry i: Int) {
+            let v = layout.storedValue(i)
+            let user = IdBlockTests.idKey(3, layout.id(i))
+            let crc = user.withUnsafeBytes { u in
+                file.withUnsafeBytes {
+                    IdBlockLayout.entryChecksum(userKey: u, trailer: layout.trailer(i),
+                                                value: UnsafeRawBufferPointer(rebasing: $0[(payload + v.offset)..<(payload + v.offset + v.count)]))
+                }
+            }
+            let at = payload + layout.entriesOffset + i * layout.entryStride + 4
+            withUnsafeBytes(of: crc.littleEndian) { for k in 0..<4 { file[at + k] = $0[k] } }
+        }
+        var changed = original
+        changed[payload + layout.storedValue(6).offset + 2] ^= 0x01
+        fixChecksum(&changed, entry: 6)
+        var swapped = original
+        let a = layout.storedValue(6), b = layout.storedValue(16)
+        #expect(a.count == b.count)
+        for k in 0..<a.count { swapped.swapAt(payload + a.offset + k, payload + b.offset + k) }
+        fixChecksum(&swapped, entry: 6)
+        fixChecksum(&swapped, entry: 16)
+
+        for (damaged, broken) in [(changed, [UInt64(7)]), (swapped, [UInt64(7), 17])] {
+            try Self.replace(path, with: damaged, in: fs)
+            let reopened = try Engine.open(directory: dir, options: options())
+            let objects = try reopened.keySpace(named: "objects")
+            for id in UInt64(1)...20 {
+                if broken.contains(id) {
+                    #expect(throws: StorageError.self) { _ = try reopened.get(IdBlockTests.idKey(3, id), in: objects) }
+                } else {
+                    #expect(try reopened.get(IdBlockTests.idKey(3, id), in: objects) == Array("value-\(id % 10)".utf8))
+                }
+            }
+            // Read whole, the block fails its own tag.
+            #expect(throws: StorageError.self) { _ = try reopened.scan(objects) }
+            reopened.close()
+            let report = try Engine.verify(directory: dir, fileSystem: fs, encryptionKey: Self.key)
+            #expect(!report.isClean)
+        }
+        try Self.replace(path, with: original, in: fs)
+        let healthy = try Engine.open(directory: dir, options: options())
+        #expect(try healthy.scan(try healthy.keySpace(named: "objects")).count == 20)
+        healthy.close()
+    }
+
+    /// A store encrypted with format 5 (id blocks sealed whole, no spans) reads on, and a
+    /// compaction rewrites it in format 6.
+    @Test func anEncryptedStoreOfFormat5ReadsOnAndIsRewrittenInFormat6() throws {
+        let fs = InMemoryFileSystem()
+        let e = try Engine.open(directory: Self.dir, options: Self.options(fs, format: 5))
+        let model = try Self.fill(e)
+        e.close()
+        func formats() throws -> Set<UInt32> {
+            var out: Set<UInt32> = []
+            for name in try fs.listDirectory(Self.dir) where name.hasSuffix(".seg") {
+                let file = try Self.contents(Self.dir + "/" + name, fs)
+                out.insert(file.withUnsafeBytes { loadFixed32($0, file.count - 64 + 48) })
+            }
+            return out
+        }
+        let written = try formats()
+        let reopened = try Engine.open(directory: Self.dir, options: Self.options(fs))
+        defer { reopened.close() }
+        let objects = try reopened.keySpace(named: "objects")
+        func check() throws {
+            for id in UInt64(0)...310 {
+                #expect(try reopened.get(IdBlockTests.idKey(1, id), in: objects) == model[IdBlockTests.idKey(1, id)], "id \(id)")
+            }
+            #expect(try reopened.scan(objects).count == model.count)
+        }
+        try check()
+        _ = try reopened.compact()
+        try check()
+        #expect(try formats() == [FormatConstants.segmentFormatVersion])
+        #expect(written == [5], "the old store's segments: \(written)")
+    }
+}
