@@ -113,6 +113,33 @@ import Testing
 
     /// One context sealing and opening from several threads at once, as segment reads and a
     /// flush do: every unit opens to what was sealed.
+    /// What a block of sealed values does with values its block tag authenticated: decrypts
+    /// them with GCM's counter mode alone, which must give exactly what opening them gives, at
+    /// every length (partial and whole counter blocks), for nonces whose last word is high.
+    @Test func decryptingAnAuthenticatedUnitGivesWhatOpeningGives() {
+        let key = (0..<32).map { UInt8($0 &* 7 &+ 3) }
+        let context = key.withUnsafeBytes { AEADContext(key: $0, cipher: .aes256GCM, implementation: .boringSSL) }
+        guard context.implementation == .boringSSL else { return }
+        var rng = SystemRandomNumberGenerator()
+        for length in Array(0...70) + [255, 256, 257, 2048, 65_537] {
+            let plain = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let nonce = (0..<8).map { _ in UInt8.random(in: 0...255, using: &rng) } + [0xFF, 0xFF, 0xFF, 0xFF]
+            let (ciphertext, _) = Self.seal(context, plain, nonce: nonce, aad: [1, 2, 3])
+            var body = ciphertext
+            let ok = body.withUnsafeMutableBytes { b in nonce.withUnsafeBytes { context.decryptAuthenticated(b, nonce: $0) } }
+            #expect(ok)
+            #expect(body == plain, "length \(length)")
+        }
+        // Contexts that cannot decrypt alone say so (the caller opens with the tag instead).
+        let chacha = key.withUnsafeBytes { AEADContext(key: $0, cipher: .chaCha20Poly1305, implementation: .boringSSL) }
+        let swift = key.withUnsafeBytes { AEADContext(key: $0, cipher: .aes256GCM, implementation: .swiftCrypto) }
+        for c in [chacha, swift] {
+            var body = [UInt8](repeating: 1, count: 20)
+            #expect(!body.withUnsafeMutableBytes { b in [UInt8](repeating: 0, count: 12).withUnsafeBytes { c.decryptAuthenticated(b, nonce: $0) } })
+            #expect(body == [UInt8](repeating: 1, count: 20))
+        }
+    }
+
     @Test func oneContextServesManyThreadsAtOnce() async {
         let key = [UInt8](repeating: 0x42, count: 32)
         let context = key.withUnsafeBytes { AEADContext(key: $0, cipher: .aes256GCM) }

@@ -57,6 +57,9 @@ package final class AEADContext: @unchecked Sendable {
     private let key: SymmetricKey
     /// BoringSSL's `EVP_AEAD_CTX`, untyped here (see the import); nil for swift-crypto's calls.
     private let rawContext: UnsafeMutableRawPointer?
+    /// BoringSSL's `AES_KEY` (the AES-256 key schedule) of an AES-256-GCM context, for
+    /// ``decryptAuthenticated(_:nonce:)``; nil otherwise.
+    private let rawAESKey: UnsafeMutableRawPointer?
 
     #if canImport(CCryptoBoringSSL)
     private var context: UnsafeMutablePointer<EVP_AEAD_CTX>? { rawContext?.assumingMemoryBound(to: EVP_AEAD_CTX.self) }
@@ -84,12 +87,52 @@ package final class AEADContext: @unchecked Sendable {
                                                        Self.keyBytes, Self.tagBytes, nil)
             precondition(ok == 1, "EVP_AEAD_CTX_init refused a 32-byte key")
             rawContext = raw
+            if cipher == .aes256GCM {
+                let aes = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<AES_KEY>.size, alignment: MemoryLayout<AES_KEY>.alignment)
+                let schedule = aes.bindMemory(to: AES_KEY.self, capacity: 1)
+                let set = CCryptoBoringSSL_AES_set_encrypt_key(key.baseAddress!.assumingMemoryBound(to: UInt8.self), 256, schedule)
+                precondition(set == 0, "AES_set_encrypt_key refused a 256-bit key")
+                rawAESKey = aes
+            } else {
+                rawAESKey = nil
+            }
             self.implementation = .boringSSL
             return
         }
         #endif
         rawContext = nil
+        rawAESKey = nil
         self.implementation = .swiftCrypto
+    }
+
+    /// Decrypts in place a unit sealed under `nonce` whose bytes were authenticated already, as
+    /// a whole, by another tag (an id block of sealed values, whose block tag covers every
+    /// value's ciphertext and tag, SPEC.md §14.3): AES-GCM's own counter mode (counter blocks
+    /// `nonce | 2`, `nonce | 3`, …), without computing the value's tag again. Returns false when
+    /// this context cannot (swift-crypto's calls, ChaCha20): the caller then opens the unit with
+    /// its tag. Why: a block read whole opens tens of values, and GCM's per-unit cost (its
+    /// counter block, its hash of the additional data and the lengths) is most of a small one's.
+    func decryptAuthenticated(_ body: UnsafeMutableRawBufferPointer, nonce: UnsafeRawBufferPointer) -> Bool {
+        precondition(nonce.count == Self.nonceBytes)
+        #if canImport(CCryptoBoringSSL)
+        if let rawAESKey {
+            if body.isEmpty { return true }
+            var counter = (UInt64(0), UInt64(0)), stream = (UInt64(0), UInt64(0))
+            var used: UInt32 = 0
+            withUnsafeMutableBytes(of: &counter) { c in
+                c.copyMemory(from: nonce)
+                c[15] = 2
+                withUnsafeMutableBytes(of: &stream) { e in
+                    CCryptoBoringSSL_AES_ctr128_encrypt(body.bytes, body.bytes, body.count,
+                                                        rawAESKey.assumingMemoryBound(to: AES_KEY.self),
+                                                        c.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                                        e.baseAddress!.assumingMemoryBound(to: UInt8.self), &used)
+                }
+            }
+            return true
+        }
+        #endif
+        return false
     }
 
     deinit {
@@ -98,6 +141,10 @@ package final class AEADContext: @unchecked Sendable {
             // Zeroes the key schedule before the memory goes back.
             CCryptoBoringSSL_EVP_AEAD_CTX_cleanup(context)
             rawContext?.deallocate()
+        }
+        if let rawAESKey {
+            rawAESKey.initializeMemory(as: UInt8.self, repeating: 0, count: MemoryLayout<AES_KEY>.size)
+            rawAESKey.deallocate()
         }
         #endif
     }

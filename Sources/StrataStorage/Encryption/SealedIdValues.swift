@@ -42,22 +42,32 @@ enum SealedIdValues {
     }
 
     /// Opens every value of an id block read whole, in place in `contents` (the block's bytes,
-    /// `layout` decoded from them with sealed values), each after its entry's checksum is checked
-    /// over the sealed bytes (what a point read checks). `payloadOffset`: the file offset of the
-    /// block's first byte. Returns the first entry that fails, or nil.
+    /// `layout` decoded from them with sealed values), whose block tag was checked: that tag
+    /// covers every value's ciphertext and tag, so each is only decrypted
+    /// (``AEADContext/decryptAuthenticated(_:nonce:)``). With `checkEach` (verification), or
+    /// where the context cannot decrypt alone, each entry's checksum is checked over the sealed
+    /// bytes and each value opened with its own tag, as a point read does. `payloadOffset`: the
+    /// file offset of the block's first byte. Returns the first entry that fails, or nil.
     static func openAll(_ layout: IdBlockLayout, contents: UnsafeMutableRawBufferPointer, context: AEADContext,
-                        payloadOffset: UInt64) -> Int? {
-        withUnsafeTemporaryAllocation(byteCount: layout.userKeyCount + 8, alignment: 8) { key in
+                        payloadOffset: UInt64, checkEach: Bool = false) -> Int? {
+        withUnsafeTemporaryAllocation(byteCount: max(layout.userKeyCount + 8, 12), alignment: 8) { key in
             let user = UnsafeRawBufferPointer(start: key.baseAddress, count: layout.userKeyCount)
             for i in 0..<layout.count {
-                layout.writeKey(i, to: key.baseAddress!)
-                let trailer = layout.trailer(i)
                 let stored = layout.storedValue(i)
                 let value = UnsafeMutableRawBufferPointer(rebasing: contents[stored.offset..<(stored.offset + stored.count)])
                 let e = layout.entriesOffset + i * layout.entryStride
+                let entryAt = payloadOffset + UInt64(e)
+                if !checkEach {
+                    key.baseAddress!.storeBytes(of: nonceHigh.littleEndian, as: UInt32.self)
+                    (key.baseAddress! + 4).storeBytes(of: entryAt.littleEndian, as: UInt64.self)
+                    let body = UnsafeMutableRawBufferPointer(rebasing: value[0..<(value.count - tagBytes)])
+                    if context.decryptAuthenticated(body, nonce: UnsafeRawBufferPointer(start: key.baseAddress, count: 12)) { continue }
+                }
+                layout.writeKey(i, to: key.baseAddress!)
+                let trailer = layout.trailer(i)
                 guard loadFixed32(UnsafeRawBufferPointer(contents), e + 4)
                         == IdBlockLayout.entryChecksum(userKey: user, trailer: trailer, value: UnsafeRawBufferPointer(value)),
-                      open(value, userKey: user, trailer: trailer, entryAt: payloadOffset + UInt64(e), context: context) else { return i }
+                      open(value, userKey: user, trailer: trailer, entryAt: entryAt, context: context) else { return i }
             }
             return nil
         }

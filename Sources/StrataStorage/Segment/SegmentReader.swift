@@ -207,8 +207,10 @@ package final class SegmentReader: @unchecked Sendable {
     /// Opens an id block of sealed values (`nonce | contents | tag | 2`, SPEC.md §14.3) read into
     /// `stored`, which this takes over: checks the tag over the whole block, moves the contents
     /// to the buffer's start and opens each value in place (each after its entry's checksum).
+    /// - Parameter checkEach: also check every entry's checksum and every value's own tag
+    ///   (verification: what point reads check), not only the block's tag.
     private static func openSealedValuesBlock(_ stored: UnsafeMutableRawBufferPointer, sealer: FileSealer, path: String,
-                                              handle: BlockHandle) throws -> Block {
+                                              handle: BlockHandle, checkEach: Bool = false) throws -> Block {
         let n = Int(handle.size)
         let aad = sealedBlockAAD(type: sealedValuesBlockType, offset: handle.offset)
         guard aad.withUnsafeBytes({ sealer.verifyAuthenticated(stored, payloadCount: n, aadSuffix: $0) }) else {
@@ -221,7 +223,8 @@ package final class SegmentReader: @unchecked Sendable {
         let payloadOffset = handle.offset + UInt64(FileSealer.nonceBytes)
         switch IdBlockLayout.decode(UnsafeRawBufferPointer(contents), checked: true, sealedValues: true) {
         case let .success(layout):
-            if let i = SealedIdValues.openAll(layout, contents: contents, context: sealer.context, payloadOffset: payloadOffset) {
+            if let i = SealedIdValues.openAll(layout, contents: contents, context: sealer.context, payloadOffset: payloadOffset,
+                                              checkEach: checkEach) {
                 stored.deallocate()
                 throw StorageError.corruption(file: path, offset: payloadOffset + UInt64(layout.entriesOffset + i * layout.entryStride),
                                               reason: "id block entry \(i) fails its checksum or its tag")
@@ -290,6 +293,30 @@ package final class SegmentReader: @unchecked Sendable {
         // OS page cache keeps its bytes; the block cache keeps the blocks read many times.
         if fillCache && (sealer != nil || !(b.idLayout?.isChecked ?? false)) { cache.insert(key, b) }
         return b
+    }
+
+    /// Reads an id block of sealed values from the file (not the cache) and checks, besides its
+    /// block tag, every entry's checksum and every value's own tag: what `verify` asks, since
+    /// a block read whole trusts its block tag for the values (SPEC.md §14.3). Throws
+    /// corruption naming the entry that fails.
+    func checkSealedValues(_ handle: BlockHandle) throws {
+        guard let sealer, sealedValues else { return }
+        guard Self.handleInRange(handle, fileSize: file.size, trailerBytes: trailerBytes) else {
+            throw StorageError.corruption(file: path, offset: handle.offset, reason: "block handle out of range")
+        }
+        let n = Int(handle.size)
+        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: n + trailerBytes, alignment: 8)
+        do {
+            try file.readExactly(at: handle.offset, into: buf, path: path, once: true)
+        } catch {
+            buf.deallocate()
+            throw error
+        }
+        guard buf[n + FileSealer.overhead] == Self.sealedValuesBlockType else {
+            buf.deallocate()
+            return
+        }
+        _ = try Self.openSealedValuesBlock(buf, sealer: sealer, path: path, handle: handle, checkEach: true)
     }
 
     /// Decodes an index entry's value.

@@ -326,6 +326,12 @@ struct StorageVerifier {
         if let i = layout.firstDamagedEntry() {
             throw StorageError.corruption(file: reader.path, offset: offset, reason: "id block entry \(i) fails its checksum")
         }
+        // A block of sealed values read whole trusted its block tag: each entry's checksum and
+        // value tag, what a point read checks, are checked here.
+        if reader.sealedValues {
+            var h = ByteReader(indexValue)
+            if let handle = BlockHandle.decode(&h) { try reader.checkSealedValues(handle) }
+        }
     }
 
     /// Every record of one WAL: checksum, batch structure (``WALRecord``), known key spaces.
