@@ -288,10 +288,12 @@ package final class SegmentReader: @unchecked Sendable {
         let b = try Self.readBlock(file: file, path: path, handle: handle, sealer: sealer, idFormat: idFormat,
                                    sealedValues: sealedValues, once: !fillCache)
         stats.bytesRead.add(handle.size + UInt64(trailerBytes), ordering: .relaxed)
-        // A format 5 id block is not cached either way: point reads copy its entries out of the
-        // file, and a scan, which reads it whole, reads each block once (SPEC.md §6.1.1). The
-        // OS page cache keeps its bytes; the block cache keeps the blocks read many times.
-        if fillCache && (sealer != nil || !(b.idLayout?.isChecked ?? false)) { cache.insert(key, b) }
+        // A format 5 id block (and an encrypted format 6 one, of sealed values) is not cached
+        // either way: point reads copy its entries out of the file, and a scan, which reads it
+        // whole, reads each block once (SPEC.md §6.1.1). The OS page cache keeps its bytes; the
+        // block cache keeps the blocks read many times. A format 5 encrypted segment's id
+        // blocks, sealed whole, have no other way to be read.
+        if fillCache && (!(b.idLayout?.isChecked ?? false) || (sealer != nil && !sealedValues)) { cache.insert(key, b) }
         return b
     }
 
