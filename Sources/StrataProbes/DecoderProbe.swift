@@ -83,13 +83,25 @@ package enum DecoderProbe {
         // Either layout: a restart-layout block, or an id block when it ends in the id marker,
         // of format 4 (plain entries) or 5 (entries with checksums), as its flags say.
         for format in [IdBlockFormat.plain, .checked] { block(data, idFormat: format) }
+        // An encrypted segment's id block of sealed values (format 6, SPEC.md §14.3): its
+        // values opened (under a fixed key: they fail, but every region is walked), then decoded.
+        block(data, idFormat: .checked, sealedValues: true)
     }
 
-    private static func block(_ data: UnsafeRawBufferPointer, idFormat: IdBlockFormat) {
+    /// A fixed key's cipher for the sealed-values variant.
+    private static let fuzzContext = [UInt8](repeating: 0x42, count: 32).withUnsafeBytes { AEADContext(key: $0, cipher: .aes256GCM) }
+
+    private static func block(_ data: UnsafeRawBufferPointer, idFormat: IdBlockFormat, sealedValues: Bool = false) {
         let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, data.count), alignment: 8)
         if data.count > 0 { storage.copyMemory(from: data) }
+        if sealedValues, case let .success(layout) = IdBlockLayout.decode(UnsafeRawBufferPointer(rebasing: storage[0..<data.count]),
+                                                                             checked: true, sealedValues: true) {
+            let contents = UnsafeMutableRawBufferPointer(rebasing: storage[0..<data.count])
+            _ = SealedIdValues.openAll(layout, contents: contents, context: fuzzContext, payloadOffset: 76, checkEach: true)
+            _ = SealedIdValues.openAll(layout, contents: contents, context: fuzzContext, payloadOffset: 76)
+        }
         guard let block = try? Block(taking: storage, contentsCount: data.count, file: "fuzz.block", offset: 0,
-                                     idFormat: idFormat) else { return }
+                                     idFormat: idFormat, sealedValues: sealedValues) else { return }
         _ = block.idLayout?.firstDamagedEntry()
         let it = block.makeIterator()
         it.seekToFirst()

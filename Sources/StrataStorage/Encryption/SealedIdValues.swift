@@ -14,7 +14,7 @@
 /// blocks (``FileSealer``) start with a word whose top bit is clear; these set it, so the two
 /// never meet. A value read at a damaged offset opens under another nonce and fails; a value
 /// read for another key or with a changed trailer fails on its additional data.
-enum SealedIdValues {
+package enum SealedIdValues {
     static let tagBytes = AEADContext.tagBytes
     /// The nonce's first word: its top bit tells a value's nonce from a block's.
     static let nonceHigh: UInt32 = 0x8000_0000
@@ -48,7 +48,7 @@ enum SealedIdValues {
     /// where the context cannot decrypt alone, each entry's checksum is checked over the sealed
     /// bytes and each value opened with its own tag, as a point read does. `payloadOffset`: the
     /// file offset of the block's first byte. Returns the first entry that fails, or nil.
-    static func openAll(_ layout: IdBlockLayout, contents: UnsafeMutableRawBufferPointer, context: AEADContext,
+    package static func openAll(_ layout: IdBlockLayout, contents: UnsafeMutableRawBufferPointer, context: AEADContext,
                         payloadOffset: UInt64, checkEach: Bool = false) -> Int? {
         withUnsafeTemporaryAllocation(byteCount: max(layout.userKeyCount + 8, 12), alignment: 8) { key in
             let user = UnsafeRawBufferPointer(start: key.baseAddress, count: layout.userKeyCount)

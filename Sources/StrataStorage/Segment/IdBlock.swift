@@ -100,7 +100,7 @@ package struct IdBlockLayout {
     ///   here: the block's own CRC has covered them; ``verifyEntries()`` does, for `verify`.
     /// - Parameter sealedValues: each value is sealed alone and ends in its 16-byte tag
     ///   (``valueTagBytes``): every value region must hold one.
-    static func decode(_ contents: UnsafeRawBufferPointer, checked: Bool, sealedValues: Bool = false) -> Result<IdBlockLayout, IdBlockDamage> {
+    package static func decode(_ contents: UnsafeRawBufferPointer, checked: Bool, sealedValues: Bool = false) -> Result<IdBlockLayout, IdBlockDamage> {
         let n = contents.count
         guard n >= footerBytes, loadFixed32(contents, n - 4) == 0 else { return .failure(.init("id block footer")) }
         let footer = n - footerBytes
@@ -320,7 +320,7 @@ package struct IdBlockLayout {
 }
 
 /// Why an id block failed its checks.
-struct IdBlockDamage: Error {
+package struct IdBlockDamage: Error {
     let reason: String
     init(_ reason: String) { self.reason = reason }
 }
