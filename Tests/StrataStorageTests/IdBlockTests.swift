@@ -319,40 +319,54 @@ import StrataProbes
     @Test func pointReadsOfCheckedIdBlocksSkipTheBlockCache() throws {
         let fs = InMemoryFileSystem()
         let e = try Engine.open(directory: Self.dir, options: Self.options(fs, idBlocks: true))
-        let ks = try e.keySpace(named: "objects")
-        var model: [[UInt8]: [UInt8]] = [:]
-        for round in 0..<4 {
-            var batch = WriteBatch()
-            for id in UInt64(1)...300 where (id + UInt64(round)) % 7 != 0 {
-                let v = Array("object \(id) round \(round)".utf8)
-                batch.put(Self.idKey(1, id), v, in: ks)
-                model[Self.idKey(1, id)] = v
-            }
-            for id in stride(from: UInt64(5), through: 300, by: 11) {
-                batch.delete(Self.idKey(1, id), in: ks)
-                model[Self.idKey(1, id)] = nil
-            }
-            try e.write(batch)
-            try e.flush()
-        }
-        _ = try e.compact()
+        let model = try Self.fourRoundsOfPutsAndRemovals(e)
         e.close()
         // The bottom level's oldest versions have sequence 0: their blocks' entries leave the
         // trailer out (8 bytes an entry).
         #expect(try Self.entryShapes(fs).contains(.checkedSequenceZero))
         let reopened = try Engine.open(directory: Self.dir, options: Self.options(fs, idBlocks: true))
         defer { reopened.close() }
-        let objects = try reopened.keySpace(named: "objects")
-        let before = reopened.statistics().sinceOpen
+        try Self.expectPointReadsSkipTheBlockCache(reopened, model)
+    }
+
+    /// Four rounds of puts (values of 20 to 70 bytes) and removals of ids 1…300 of head 1 in
+    /// "objects", each flushed, then a compaction; returns what the key space holds.
+    static func fourRoundsOfPutsAndRemovals(_ e: Engine) throws -> [[UInt8]: [UInt8]] {
+        let ks = try e.keySpace(named: "objects")
+        var model: [[UInt8]: [UInt8]] = [:]
+        for round in 0..<4 {
+            var batch = WriteBatch()
+            for id in UInt64(1)...300 where (id + UInt64(round)) % 7 != 0 {
+                let v = Array("object \(id) round \(round) ".utf8) + [UInt8](repeating: UInt8(id & 0x7F), count: Int(id % 50))
+                batch.put(idKey(1, id), v, in: ks)
+                model[idKey(1, id)] = v
+            }
+            for id in stride(from: UInt64(5), through: 300, by: 11) {
+                batch.delete(idKey(1, id), in: ks)
+                model[idKey(1, id)] = nil
+            }
+            try e.write(batch)
+            try e.flush()
+        }
+        _ = try e.compact()
+        return model
+    }
+
+    /// Reads ids 0…310 of head 1 in "objects" one at a time and batched, each as `model` has
+    /// it, and expects neither to touch the block cache: a point read of an id block of format 5
+    /// or later copies the entry and its value out of the file.
+    static func expectPointReadsSkipTheBlockCache(_ e: Engine, _ model: [[UInt8]: [UInt8]]) throws {
+        let objects = try e.keySpace(named: "objects")
+        let before = e.statistics().sinceOpen
         for id in UInt64(0)...310 {
-            #expect(try reopened.get(Self.idKey(1, id), in: objects) == model[Self.idKey(1, id)], "id \(id)")
+            #expect(try e.get(idKey(1, id), in: objects) == model[idKey(1, id)], "id \(id)")
         }
         var keys = KeyList()
-        for id in UInt64(0)...310 { keys.append(Self.idKey(1, id)) }
-        try reopened.visitValues(forKeys: keys, in: objects) { i, value in
-            #expect(value.map(Array.init) == model[Self.idKey(1, UInt64(i))], "batched id \(i)")
+        for id in UInt64(0)...310 { keys.append(idKey(1, id)) }
+        try e.visitValues(forKeys: keys, in: objects) { i, value in
+            #expect(value.map(Array.init) == model[idKey(1, UInt64(i))], "batched id \(i)")
         }
-        let after = reopened.statistics().sinceOpen
+        let after = e.statistics().sinceOpen
         #expect(after.blockCacheMisses == before.blockCacheMisses)
         #expect(after.blockCacheHits == before.blockCacheHits)
         #expect(after.bytesRead > before.bytesRead)

@@ -34,43 +34,39 @@ import StrataProbes
         try DecoderProbe.write(bytes, to: path, in: fs)
     }
 
-    /// A workload of dense runs, gaps, deletions and overwrites over four flushes and a
-    /// compaction; returns what the key space holds.
-    static func fill(_ e: Engine) throws -> [[UInt8]: [UInt8]] {
-        let ks = try e.keySpace(named: "objects")
-        var model: [[UInt8]: [UInt8]] = [:]
-        for round in 0..<4 {
-            var batch = WriteBatch()
-            for id in UInt64(1)...300 where (id + UInt64(round)) % 7 != 0 {
-                let v = Array("object \(id) round \(round) ".utf8) + [UInt8](repeating: UInt8(id & 0x7F), count: Int(id % 50))
-                batch.put(IdBlockTests.idKey(1, id), v, in: ks)
-                model[IdBlockTests.idKey(1, id)] = v
+    /// An id block of sealed values as stored: a copy of its contents (freed with it), their
+    /// file offset, and the layout decoded over the copy.
+    final class StoredIdBlock {
+        let payload: Int
+        let layout: IdBlockLayout
+        private let bytes: UnsafeMutableRawBufferPointer
+
+        init?(file: [UInt8], payload: Int, size: Int) {
+            guard size > 0 else { return nil }
+            let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
+            file.withUnsafeBytes { bytes.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[payload..<(payload + size)])) }
+            guard case let .success(layout) = IdBlockLayout.decode(UnsafeRawBufferPointer(bytes), checked: true, sealedValues: true) else {
+                bytes.deallocate()
+                return nil
             }
-            for id in stride(from: UInt64(5), through: 300, by: 11) {
-                batch.delete(IdBlockTests.idKey(1, id), in: ks)
-                model[IdBlockTests.idKey(1, id)] = nil
-            }
-            try e.write(batch)
-            try e.flush()
-            if round == 3 { _ = try e.compact() }
+            self.payload = payload
+            self.layout = layout
+            self.bytes = bytes
         }
-        return model
+
+        deinit { bytes.deallocate() }
     }
 
-    /// The id blocks of the segment at `path`, as stored: each one's contents' file offset and
-    /// its layout decoded over the stored (sealed) bytes of `file`.
-    static func storedIdBlocks(_ path: String, _ file: [UInt8], _ fs: any FileSystem) throws -> [(payload: Int, layout: IdBlockLayout)] {
+    /// The id blocks of sealed values of the segment at `path`, whose bytes are `file`.
+    static func storedIdBlocks(_ path: String, _ file: [UInt8], _ fs: any FileSystem) throws -> [StoredIdBlock] {
         let reader = try SegmentReader.open(fileSystem: fs, path: path, fileNumber: 1, cache: BlockCache(capacityBytes: 1 << 20),
                                             stats: StatisticsCounters(), cipher: try StoreCipher(key: key))
-        var out: [(Int, IdBlockLayout)] = []
+        var out: [StoredIdBlock] = []
         for i in 0..<(try reader.indexEntryCount()) {
             let h = try reader.blockHandle(atIndexEntry: i)
-            let typeAt = Int(h.offset) + Int(h.size) + FileSealer.overhead
-            guard file[typeAt] == SegmentReader.sealedValuesBlockType else { continue }
-            let payload = Int(h.offset) + FileSealer.nonceBytes
-            let stored = file.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[payload..<(payload + Int(h.size))]) }
-            // The layout's pointer is used only while `file` lives (the caller's array).
-            if case let .success(layout) = IdBlockLayout.decode(stored, checked: true, sealedValues: true) { out.append((payload, layout)) }
+            guard file[Int(h.offset) + Int(h.size) + FileSealer.overhead] == SegmentReader.sealedValuesBlockType,
+                  let block = StoredIdBlock(file: file, payload: Int(h.offset) + FileSealer.nonceBytes, size: Int(h.size)) else { continue }
+            out.append(block)
         }
         return out
     }
@@ -81,7 +77,7 @@ import StrataProbes
         let fs: any FileSystem = mapped ? PosixFileSystem() : InMemoryFileSystem()
         let dir = mapped ? temporary.path + "/db" : Self.dir
         let e = try Engine.open(directory: dir, options: Self.options(fs))
-        let model = try Self.fill(e)
+        let model = try IdBlockTests.fourRoundsOfPutsAndRemovals(e)
         e.close()
         // Every segment's id blocks are blocks of sealed values.
         var sealedBlocks = 0
@@ -92,19 +88,8 @@ import StrataProbes
         }
         #expect(sealedBlocks > 4)
         let reopened = try Engine.open(directory: dir, options: Self.options(fs))
+        try IdBlockTests.expectPointReadsSkipTheBlockCache(reopened, model)
         let objects = try reopened.keySpace(named: "objects")
-        let before = reopened.statistics().sinceOpen
-        for id in UInt64(0)...310 {
-            #expect(try reopened.get(IdBlockTests.idKey(1, id), in: objects) == model[IdBlockTests.idKey(1, id)], "id \(id)")
-        }
-        var keys = KeyList()
-        for id in UInt64(0)...310 { keys.append(IdBlockTests.idKey(1, id)) }
-        try reopened.visitValues(forKeys: keys, in: objects) { i, value in
-            #expect(value.map(Array.init) == model[IdBlockTests.idKey(1, UInt64(i))], "batched id \(i)")
-        }
-        let after = reopened.statistics().sinceOpen
-        #expect(after.blockCacheMisses == before.blockCacheMisses)
-        #expect(after.blockCacheHits == before.blockCacheHits)
         // A scan reads the blocks whole, opening every value.
         #expect(try reopened.scan(objects).count == model.count)
         reopened.close()
@@ -133,7 +118,10 @@ import StrataProbes
         let path = dir + "/" + name
         let original = try Self.contents(path, fs)
         #expect(!EncryptionTests.contains(original, Array("value-7".utf8)))
-        let (payload, layout) = try #require(try Self.storedIdBlocks(path, original, fs).first)
+        let block = try #require(try Self.storedIdBlocks(path, original, fs).first)
+        // `layout` reads the block's copy: kept alive to the end.
+        defer { withExtendedLifetime(block) {} }
+        let payload = block.payload, layout = block.layout
         #expect(layout.firstId == 1 && layout.count == 20)
 
         /// Writes entry `i`'s checksum for the stored bytes in `file`.
@@ -187,7 +175,7 @@ import StrataProbes
     @Test func anEncryptedStoreOfFormat5ReadsOnAndIsRewrittenInFormat6() throws {
         let fs = InMemoryFileSystem()
         let e = try Engine.open(directory: Self.dir, options: Self.options(fs, format: 5))
-        let model = try Self.fill(e)
+        let model = try IdBlockTests.fourRoundsOfPutsAndRemovals(e)
         e.close()
         func formats() throws -> Set<UInt32> {
             var out: Set<UInt32> = []
