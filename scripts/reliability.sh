@@ -113,7 +113,7 @@ if [ $full = 1 ] && wanted tsan; then
         step "tsan-$i" "soak:|ThreadSanitizer|Test run" env STRATA_SOAK_SECONDS=60 swift test --skip-build --sanitize=thread \
             --scratch-path .build-tsan --filter "SoakTests"
         step "tsan-$i-suites" "ThreadSanitizer|Test run" swift test --skip-build --sanitize=thread --scratch-path .build-tsan \
-            --filter "SnapshotAndConcurrencyTests|ConcurrencyTests|ObservationTests|TransactionTests|MappedFaultTests|RecoveryTests|CallbackReentryTests|SendingResultsTests|BoundTransactionTests|BindingTableTests|MemtableTests|BlockCellTests"
+            --filter "SnapshotAndConcurrencyTests|ConcurrencyTests|ObservationTests|TransactionTests|MappedFaultTests|RecoveryTests|CallbackReentryTests|SendingResultsTests|BoundTransactionTests|BindingTableTests|MemtableTests|BlockCellTests|AEADContextTests|EncryptionTests|StoreEncryptionTests|SealedIdValueTests"
         if grep -q "WARNING: ThreadSanitizer" "$logs/tsan-$i.log" "$logs/tsan-$i-suites.log"; then
             echo "FAILED: ThreadSanitizer reports in run $i" | tee -a "$summary"
             exit 1
@@ -129,7 +129,7 @@ if [ $full = 1 ] && wanted asan; then
     # `$s` matched nothing (a run on 7da250c reported the leak).
     printf 'leak:libXCTest.so\nleak:Foundation7ProcessC3run\n' > "$suppressions"
     step asan "soak:|AddressSanitizer|Test run" env STRATA_SOAK_SECONDS=60 LSAN_OPTIONS=suppressions=$suppressions swift test --skip-build \
-        --sanitize=address --scratch-path .build-asan --filter "SoakTests|SnapshotAndConcurrencyTests|ConcurrencyTests|ObservationTests|FuzzCorpusTests|SegmentTests|MappedFaultTests|CrashModelTests|BlockCellTests|BlockLookupTests|PrefixFilterTests"
+        --sanitize=address --scratch-path .build-asan --filter "SoakTests|SnapshotAndConcurrencyTests|ConcurrencyTests|ObservationTests|FuzzCorpusTests|SegmentTests|MappedFaultTests|CrashModelTests|BlockCellTests|BlockLookupTests|PrefixFilterTests|AEADContextTests|SealedIdValueTests|IdBlockTests|BatchReadTests"
 fi
 if [ "$fuzz_runs" -gt 0 ] && wanted fuzz; then
     for target in wal walChecked manifest manifestChecked segment segmentChecked block footer store object entityRecord; do
