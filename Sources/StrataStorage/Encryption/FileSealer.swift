@@ -79,7 +79,7 @@ package final class FileSealer: Sendable {
     /// it, with `aadSuffix`; `stored` must have room for the suffix past the payload, where the
     /// tag lies, which it overwrites (the tag is copied first). False when the tag does not match.
     func verifyAuthenticated(_ stored: UnsafeMutableRawBufferPointer, payloadCount n: Int, aadSuffix: UnsafeRawBufferPointer) -> Bool {
-        guard stored.count >= Self.overhead + n, n <= stored.count - Self.overhead,
+        guard stored.count >= Self.overhead, n <= stored.count - Self.overhead,
               aadSuffix.count <= stored.count - Self.nonceBytes - n else { return false }
         return withUnsafeTemporaryAllocation(byteCount: Self.tagBytes, alignment: 8) { tag in
             let tagAt = Self.nonceBytes + n

@@ -145,10 +145,11 @@ package final class SegmentReader: @unchecked Sendable {
     /// Reads, verifies and decompresses one block. Filter and properties blocks are handled
     /// here too: for them the "contents" are raw bytes, so the restart-array check is skipped.
     /// - Parameter sealedValues: whether the block may be an id block of sealed values (a data
-    ///   block of an encrypted segment of format 6).
+    ///   block of an encrypted segment of format 6); `checkEachSealedValue`: such a block's values
+    ///   are each checked as a point read checks them (``openSealedValuesBlock(_:sealer:path:handle:checkEach:)``).
     private static func readBlock(file: any ReadableFile, path: String, handle: BlockHandle, sealer: FileSealer?, parseRestarts: Bool = true,
-                                  idFormat: IdBlockFormat = .none, sealedValues: Bool = false, once: Bool = false,
-                                  alignment: Int = 8) throws -> Block {
+                                  idFormat: IdBlockFormat = .none, sealedValues: Bool = false, checkEachSealedValue: Bool = false,
+                                  once: Bool = false, alignment: Int = 8) throws -> Block {
         let trailer = sealer == nil ? FormatConstants.blockTrailerBytes : sealedTrailerBytes
         guard handleInRange(handle, fileSize: file.size, trailerBytes: trailer) else {
             throw StorageError.corruption(file: path, offset: handle.offset, reason: "block handle out of range")
@@ -170,7 +171,7 @@ package final class SegmentReader: @unchecked Sendable {
                     buf.deallocate()
                     throw StorageError.corruption(file: path, offset: handle.offset, reason: "block of sealed values where none may be")
                 }
-                return try openSealedValuesBlock(buf, sealer: sealer, path: path, handle: handle)
+                return try openSealedValuesBlock(buf, sealer: sealer, path: path, handle: handle, checkEach: checkEachSealedValue)
             }
             return try openSealedBlock(buf, sealer: sealer, path: path, handle: handle, parseRestarts: parseRestarts,
                                        idFormat: idFormat, alignment: alignment)
@@ -277,7 +278,10 @@ package final class SegmentReader: @unchecked Sendable {
     /// A data block, from the cache or from the file.
     /// - Parameter fillCache: false for bulk reads (compaction) that would only evict the
     ///   blocks point reads need, as LevelDB's `fill_cache = false`.
-    func dataBlock(_ handle: BlockHandle, fillCache: Bool = true) throws -> Block {
+    /// - Parameter checkingEachSealedValue: verification: a block of sealed values (never
+    ///   cached) has every entry's checksum and every value's own tag checked too, what point
+    ///   reads check, not only its block tag (SPEC.md §14.3).
+    func dataBlock(_ handle: BlockHandle, fillCache: Bool = true, checkingEachSealedValue: Bool = false) throws -> Block {
         let key = BlockCache.Key(segmentId: fileNumber, offset: handle.offset)
         if let b = cache.get(key) {
             stats.blockCacheHits.add(1, ordering: .relaxed)
@@ -286,7 +290,7 @@ package final class SegmentReader: @unchecked Sendable {
         stats.blockCacheMisses.add(1, ordering: .relaxed)
         // A read that skips the cache (compaction) will not come back to this block soon.
         let b = try Self.readBlock(file: file, path: path, handle: handle, sealer: sealer, idFormat: idFormat,
-                                   sealedValues: sealedValues, once: !fillCache)
+                                   sealedValues: sealedValues, checkEachSealedValue: checkingEachSealedValue, once: !fillCache)
         stats.bytesRead.add(handle.size + UInt64(trailerBytes), ordering: .relaxed)
         // A format 5 id block (and an encrypted format 6 one, of sealed values) is not cached
         // either way: point reads copy its entries out of the file, and a scan, which reads it
@@ -295,30 +299,6 @@ package final class SegmentReader: @unchecked Sendable {
         // blocks, sealed whole, have no other way to be read.
         if fillCache && (!(b.idLayout?.isChecked ?? false) || (sealer != nil && !sealedValues)) { cache.insert(key, b) }
         return b
-    }
-
-    /// Reads an id block of sealed values from the file (not the cache) and checks, besides its
-    /// block tag, every entry's checksum and every value's own tag: what `verify` asks, since
-    /// a block read whole trusts its block tag for the values (SPEC.md §14.3). Throws
-    /// corruption naming the entry that fails.
-    func checkSealedValues(_ handle: BlockHandle) throws {
-        guard let sealer, sealedValues else { return }
-        guard Self.handleInRange(handle, fileSize: file.size, trailerBytes: trailerBytes) else {
-            throw StorageError.corruption(file: path, offset: handle.offset, reason: "block handle out of range")
-        }
-        let n = Int(handle.size)
-        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: n + trailerBytes, alignment: 8)
-        do {
-            try file.readExactly(at: handle.offset, into: buf, path: path, once: true)
-        } catch {
-            buf.deallocate()
-            throw error
-        }
-        guard buf[n + FileSealer.overhead] == Self.sealedValuesBlockType else {
-            buf.deallocate()
-            return
-        }
-        _ = try Self.openSealedValuesBlock(buf, sealer: sealer, path: path, handle: handle, checkEach: true)
     }
 
     /// Decodes an index entry's value.

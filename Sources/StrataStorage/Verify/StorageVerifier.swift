@@ -250,7 +250,8 @@ struct StorageVerifier {
             index.seekToFirst()
             while index.isValid {
                 let handle = try reader.handle(fromIndexValue: index.value)
-                let block = try reader.dataBlock(handle, fillCache: false)
+                // A block of sealed values has each value's own tag checked as it is read.
+                let block = try reader.dataBlock(handle, fillCache: false, checkingEachSealedValue: true)
                 report.blocks += 1
                 try Self.checkIdBlock(block, indexValue: index.value, reader: reader, offset: handle.offset)
                 let it = block.makeIterator()
@@ -325,12 +326,6 @@ struct StorageVerifier {
         }
         if let i = layout.firstDamagedEntry() {
             throw StorageError.corruption(file: reader.path, offset: offset, reason: "id block entry \(i) fails its checksum")
-        }
-        // A block of sealed values read whole trusted its block tag: each entry's checksum and
-        // value tag, what a point read checks, are checked here.
-        if reader.sealedValues {
-            var h = ByteReader(indexValue)
-            if let handle = BlockHandle.decode(&h) { try reader.checkSealedValues(handle) }
         }
     }
 
