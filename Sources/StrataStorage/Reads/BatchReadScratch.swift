@@ -8,7 +8,7 @@
 final class BatchReadScratch: Sendable {
     static let capacity = 8
 
-    /// Bytes of each region; aligned to 16.
+    /// Bytes of each region (each region starts on a 16-byte boundary).
     let bytes: Int
     /// The regions belong to no one while pooled. A pthread lock (``LockedValue``), so that
     /// ThreadSanitizer sees the hand-over between two readers' threads.
