@@ -24,8 +24,13 @@ static uint64_t entry_trailer(const uint8_t *entry, uint32_t entry_bytes) {
 }
 
 static int64_t check_entry(const uint8_t *entry, uint32_t entry_bytes, const uint8_t *key, size_t key_length,
-                           const uint8_t *value, uint64_t length, uint64_t *trailer_out) {
+                           const uint8_t *value, uint64_t length, uint64_t *trailer_out, int sealed) {
     uint64_t trailer = entry_trailer(entry, entry_bytes);
+    if (sealed) {
+        // The caller opens the value with its tag, which stands for this checksum.
+        *trailer_out = trailer;
+        return (int64_t)length;
+    }
     uint32_t stored;
     memcpy(&stored, entry + 4, 4);
     uint8_t trailer_bytes[8];
@@ -39,7 +44,7 @@ static int64_t check_entry(const uint8_t *entry, uint32_t entry_bytes, const uin
 
 int64_t strata_read_checked_value(const uint8_t *block, const uint8_t *entry, uint32_t entry_bytes, int is_last,
                                   uint64_t values_end, const uint8_t *key, size_t key_length, uint8_t *value_out,
-                                  size_t capacity, uint64_t *trailer_out) {
+                                  size_t capacity, uint64_t *trailer_out, int sealed) {
     uint32_t offset, next;
     memcpy(&offset, entry, 4);
     memcpy(&next, entry + entry_bytes, 4);
@@ -48,16 +53,16 @@ int64_t strata_read_checked_value(const uint8_t *block, const uint8_t *entry, ui
     uint64_t size = end - offset;
     if (size > capacity) return STRATA_ENTRY_TOO_LARGE;
     if (size > 0 && strata_guarded_copy(value_out, block + offset, (size_t)size) != 0) return STRATA_ENTRY_FAULT;
-    return check_entry(entry, entry_bytes, key, key_length, value_out, size, trailer_out);
+    return check_entry(entry, entry_bytes, key, key_length, value_out, size, trailer_out, sealed);
 }
 
 int64_t strata_read_checked_entry(const uint8_t *block, uint64_t entry_offset, uint32_t entry_bytes, int is_last,
                                   uint64_t values_end, const uint8_t *key, size_t key_length, uint8_t *value_out,
-                                  size_t capacity, uint64_t *trailer_out) {
+                                  size_t capacity, uint64_t *trailer_out, int sealed) {
     uint8_t entry[20];
     uint64_t length = 0;
     int r = strata_guarded_copy_pair(entry, block + entry_offset, entry_bytes + 4, is_last ? values_end : UINT64_MAX,
                                      block, values_end, value_out, capacity, &length);
     if (r != 0) return r;
-    return check_entry(entry, entry_bytes, key, key_length, value_out, length, trailer_out);
+    return check_entry(entry, entry_bytes, key, key_length, value_out, length, trailer_out, sealed);
 }

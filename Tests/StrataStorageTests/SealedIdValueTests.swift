@@ -99,7 +99,9 @@ import StrataProbes
     /// A changed byte of a sealed value whose entry checksum was made to match (so only the tag
     /// can tell), and two values of one length swapped with their checksums fixed (each then
     /// opens under the other's nonce): every such read is corruption, the others still read, and
-    /// `verify` names the block.
+    /// `verify` names the block. A changed byte of an entry's checksum alone changes no point
+    /// read's answer (the value's tag stands for the checksum there, and it still opens the
+    /// right value), while the block read whole fails its tag and `verify` reports it.
     @Test(arguments: [false, true])
     func aChangedOrSwappedValueFailsItsTagOnItsRead(mapped: Bool) throws {
         let temporary = TemporaryDirectory()
@@ -146,8 +148,10 @@ import StrataProbes
         for k in 0..<a.count { swapped.swapAt(payload + a.offset + k, payload + b.offset + k) }
         fixChecksum(&swapped, entry: 6)
         fixChecksum(&swapped, entry: 16)
+        var checksumOnly = original
+        checksumOnly[payload + layout.entriesOffset + 6 * layout.entryStride + 4] ^= 0x01
 
-        for (damaged, broken) in [(changed, [UInt64(7)]), (swapped, [UInt64(7), 17])] {
+        for (damaged, broken) in [(changed, [UInt64(7)]), (swapped, [UInt64(7), 17]), (checksumOnly, [])] {
             try Self.replace(path, with: damaged, in: fs)
             let reopened = try Engine.open(directory: dir, options: options())
             let objects = try reopened.keySpace(named: "objects")

@@ -65,17 +65,20 @@ int strata_guarded_copy(void *destination, const void *source, size_t length);
 // entry's checksum over `key`, its trailer and the value. Returns the value's size, with the
 // trailer in `*trailer_out`, or a STRATA_ENTRY_ failure. The caller has checked that the block
 // lies in the mapping and the entry in the block (the head and footer follow the last entry,
-// so the next offset's 4 bytes are always inside it).
+// so the next offset's 4 bytes are always inside it). `sealed`: the value is sealed (an
+// encrypted segment, SPEC.md §14.3) and the caller opens it, whose tag covers all the checksum
+// would (the key and trailer as its additional data, the value's every byte, the offsets by
+// which bytes it opens): the checksum is not computed.
 int64_t strata_read_checked_entry(const uint8_t *block, uint64_t entry_offset, uint32_t entry_bytes, int is_last,
                                   uint64_t values_end, const uint8_t *key, size_t key_length, uint8_t *value_out,
-                                  size_t capacity, uint64_t *trailer_out);
+                                  size_t capacity, uint64_t *trailer_out, int sealed);
 
 // The second half of strata_read_checked_entry, for a caller that copied the entry and the next
 // offset (`entry_bytes` + 4 bytes at `entry`) itself: a batched read, which overlaps the
 // entries' memory misses before the values'.
 int64_t strata_read_checked_value(const uint8_t *block, const uint8_t *entry, uint32_t entry_bytes, int is_last,
                                   uint64_t values_end, const uint8_t *key, size_t key_length, uint8_t *value_out,
-                                  size_t capacity, uint64_t *trailer_out);
+                                  size_t capacity, uint64_t *trailer_out, int sealed);
 
 // Happens-before edges that ThreadSanitizer cannot see by itself. A memtable's arena chunks go
 // back to a pool when the memtable is freed, and the thread that frees it is whichever dropped

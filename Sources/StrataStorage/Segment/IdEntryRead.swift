@@ -117,7 +117,8 @@ extension SegmentReader {
             let r = strata_read_checked_entry(block, UInt64(location.entryOffset), UInt32(location.entryBytes),
                                               location.isLast ? 1 : 0, UInt64(location.valuesEnd),
                                               userKey.baseAddress!.assumingMemoryBound(to: UInt8.self), userKey.count,
-                                              buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), buffer.count, &trailer)
+                                              buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), buffer.count, &trailer,
+                                              valueContext == nil ? 0 : 1)
             return try outcome(r, trailer: trailer, location: location, lookupKey: lookupKey, buffer: buffer)
         }
         let entryAt = location.blockOffset + UInt64(location.entryOffset)
@@ -135,8 +136,9 @@ extension SegmentReader {
             guard valueCount <= buffer.count else { return .undecided }
             let value = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<valueCount])
             if valueCount > 0 { try file.readExactly(at: location.blockOffset + UInt64(valueOffset), into: value, path: path) }
-            let expected = IdBlockLayout.entryChecksum(userKey: userKey, trailer: trailer, value: UnsafeRawBufferPointer(value))
-            guard loadFixed32(raw, 4) == expected else {
+            // A sealed value's tag, checked when it is opened, stands for the checksum.
+            guard valueContext != nil
+                    || loadFixed32(raw, 4) == IdBlockLayout.entryChecksum(userKey: userKey, trailer: trailer, value: UnsafeRawBufferPointer(value)) else {
                 throw StorageError.corruption(file: path, offset: entryAt, reason: "id block entry checksum mismatch")
             }
             return try outcome(Int64(valueCount), trailer: trailer, location: location, lookupKey: lookupKey, buffer: buffer)
@@ -183,22 +185,25 @@ extension SegmentReader {
         let r = strata_read_checked_value(block, entry.assumingMemoryBound(to: UInt8.self), UInt32(location.entryBytes),
                                           location.isLast ? 1 : 0, UInt64(location.valuesEnd),
                                           userKey.baseAddress!.assumingMemoryBound(to: UInt8.self), userKey.count,
-                                          buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), buffer.count, &trailer)
+                                          buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), buffer.count, &trailer,
+                                          valueContext == nil ? 0 : 1)
         return try outcome(r, trailer: trailer, location: location, lookupKey: lookupKey, buffer: buffer)
     }
 
     /// What a read of an entry (a value's size, or a `STRATA_ENTRY_` failure) means. In an
-    /// encrypted segment the `r` bytes copied to `buffer` are the sealed value, whose checksum
-    /// matched: opened here in place (SPEC.md §14.3).
+    /// encrypted segment the `r` bytes copied to `buffer` are the sealed value, opened here in
+    /// place (SPEC.md §14.3): its tag, not the entry's checksum, is what verifies it.
     @inline(__always)
     private func outcome(_ r: Int64, trailer: UInt64, location: IdEntryLocation, lookupKey: UnsafeRawBufferPointer,
                          buffer: UnsafeMutableRawBufferPointer) throws -> IdEntryRead {
         var r = r
-        if r >= 0, let sealer {
+        if r >= 0, let valueContext {
             let value = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(r)])
             let entryAt = location.blockOffset + UInt64(location.entryOffset)
-            guard SealedIdValues.open(value, userKey: InternalKey.userKey(lookupKey), trailer: trailer, entryAt: entryAt,
-                                      context: sealer.context) else {
+            let opened = valueContext._withUnsafeGuaranteedRef {
+                SealedIdValues.open(value, userKey: InternalKey.userKey(lookupKey), trailer: trailer, entryAt: entryAt, context: $0)
+            }
+            guard opened else {
                 throw StorageError.corruption(file: path, offset: entryAt, reason: "id block entry fails its authentication tag")
             }
             r -= Int64(SealedIdValues.tagBytes)
