@@ -40,8 +40,14 @@ final class PosixMappedLogFile: WritableFile {
     /// nil before the first append or if mapping failed (appends then use `pwrite`).
     private var window: UnsafeMutableRawPointer?
     private var windowStart: UInt64 = 0
-    /// The step whose first small append went out with `pwrite`: its next one maps it.
-    private var stepWrittenOnce: UInt64 = .max
+    /// The step whose first small appends went out with `pwrite`, and how many did: the next
+    /// one after ``pwritesBeforeMapping`` maps it.
+    private var pwriteStep: UInt64 = .max
+    private var pwritesInStep = 0
+    /// Small appends a step takes with `pwrite` before it is mapped: two, the most a store
+    /// opened and closed without writes appends to its new log (an encrypted log's header, then
+    /// the end-of-log record).
+    static let pwritesBeforeMapping = 2
     private var mappingFailed = false
     /// Set when a store into the mapping faulted: what the file holds is unknown.
     private var broken: StorageError?
@@ -96,19 +102,25 @@ final class PosixMappedLogFile: WritableFile {
             reserved = target
         }
         if bytes.count < Self.directWriteBytes, size / step == (end - 1) / step {
-            // A step is mapped at its second small append: the first goes out with `pwrite`, so
-            // that a log that takes one record and closes (the end-of-log record of a store
-            // opened and closed without writes) does not fault in a whole step, which was 8% of
-            // such an open and close (Benchmarks/RESULTS.md). A stream of appends pays one
-            // `pwrite` a step.
-            if stepWrittenOnce == size / step {
+            // A step is mapped at its third small append: the first two go out with `pwrite`,
+            // so that a log that takes a record or two and closes (the end-of-log record of a
+            // store opened and closed without writes, after the header when it is encrypted)
+            // does not fault in a whole step. That was 8% of a plaintext open and close
+            // (Benchmarks/RESULTS.md), and 2 of an encrypted close's 3–5 ms when the header
+            // already took the one `pwrite` (2026-12-07). A stream of appends pays two
+            // `pwrite`s a step.
+            if pwriteStep != size / step {
+                pwriteStep = size / step
+                pwritesInStep = 0
+            }
+            if pwritesInStep >= Self.pwritesBeforeMapping {
                 moveWindow(to: size / step * step)
                 if let window {
                     try copy(bytes, into: window, end: end)
                     return
                 }
             } else {
-                stepWrittenOnce = size / step
+                pwritesInStep += 1
             }
         }
         var done = 0
