@@ -155,6 +155,11 @@ import Testing
         #expect(before > 0)
         #expect(after * 4 < before, "before \(before), after \(after)")
         #expect(run.stderr.isEmpty, "--json writes no progress")
+        // The merged objects keep the id layout a store writes them in: the tool compacts a
+        // store of objects with its object layer's engine options.
+        let layout = try ToolRunner.run(["verify", dir.path, "--json"])
+        let storage = layout.jsonObject["storage"] as? [String: Any] ?? [:]
+        #expect((storage["idBlocks"] as? Int ?? 0) > 0, "\(layout.stdout)")
 
         let text = try ToolRunner.run(["compact", dir.path, "--keyspace", "objects"])
         #expect(text.status == 0)

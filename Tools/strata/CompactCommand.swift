@@ -1,4 +1,5 @@
 import ArgumentParser
+import Strata
 import StrataStorage
 
 /// `strata compact DIR [--keyspace NAME]`: a full compaction, with progress.
@@ -26,9 +27,19 @@ struct CompactCommand: ParsableCommand {
     func run() throws {
         try reportingFailures(directory: store.directory, json: store.json) {
             try checkStoreDirectory(store.directory)
+            let key = try store.encryptionKey()
             var options = EngineOptions()
+            // A store of objects is compacted with the options its object layer opens it with:
+            // they are not stored, and without them the merged segments would lose the id layout
+            // of its objects and the filters of its edges and indexes.
+            if let objects = try openObjectStore(store.directory, key: key) {
+                objects.close()
+                var storeOptions = StoreOptions()
+                storeOptions.engine.encryptionKey = key
+                options = Store.engineOptions(for: storeOptions)
+            }
             options.createIfMissing = false
-            options.encryptionKey = try store.encryptionKey()
+            options.encryptionKey = key
             let engine = try Engine.open(directory: store.directory, options: options)
             defer { engine.close() }
             var target: KeySpace?

@@ -55,7 +55,7 @@ struct VerifyCommand: ParsableCommand {
     }
 
     static func text(_ s: StorageVerification, _ g: GraphVerification?, skipped: String?, ok: Bool) -> String {
-        var lines = ["storage: \(s.segments) segments (\(s.blocks) blocks, \(s.entries) entries), \(s.manifestRecords) manifest records, \(s.walRecords) WAL records, \(HumanReadable.bytes(s.bytesChecked)) checked"]
+        var lines = ["storage: \(s.segments) segments (\(s.blocks) blocks, \(s.idBlocks) in the id layout, \(s.entries) entries), \(s.manifestRecords) manifest records, \(s.walRecords) WAL records, \(HumanReadable.bytes(s.bytesChecked)) checked"]
         lines += s.problems.map { "  problem: \($0.file) at offset \($0.offset): \($0.reason)" }
         lines += s.notes.map { "  note: \($0)" }
         if let g {
@@ -72,7 +72,7 @@ struct VerifyCommand: ParsableCommand {
         var fields: [(String, JSONValue)] = [
             ("ok", .bool(ok)),
             ("storage", .object([
-                ("segments", .int(Int64(s.segments))), ("blocks", .int(Int64(s.blocks))), ("entries", .uint(s.entries)),
+                ("segments", .int(Int64(s.segments))), ("blocks", .int(Int64(s.blocks))), ("idBlocks", .int(Int64(s.idBlocks))), ("entries", .uint(s.entries)),
                 ("manifestRecords", .int(Int64(s.manifestRecords))), ("walRecords", .int(Int64(s.walRecords))),
                 ("bytesChecked", .uint(s.bytesChecked)),
                 ("problems", .array(s.problems.map { .object([("file", .string($0.file)), ("offset", .uint($0.offset)), ("reason", .string($0.reason))]) })),

@@ -65,15 +65,27 @@ public final class Store: @unchecked Sendable {
     public convenience init(directoryPath: String, options: StoreOptions = StoreOptions()) throws(StrataError) {
         let engine: Engine
         do {
-            engine = try Engine.open(directory: directoryPath, options: Self.engineOptions(options))
+            engine = try Engine.open(directory: directoryPath, options: Self.engineOptions(for: options))
         } catch {
             throw StrataError(error)
         }
         try self.init(engine: engine, directoryPath: directoryPath, options: options)
     }
 
-    /// The engine options a store opens its engine with.
-    static func engineOptions(_ options: StoreOptions) -> EngineOptions {
+    /// The engine options a store opens its engine with: its key spaces, the id layout of
+    /// `objects` (objects read by arithmetic on their id), the prefix filters of `edges` and
+    /// `indexes`. These shape what the engine writes and are not stored in the store, so a tool
+    /// that opens a store's ``Engine`` itself to write (to compact it) opens it with these, or
+    /// the segments it writes lose that layout: every object read then decodes a whole block.
+    ///
+    /// ```swift
+    /// var options = StoreOptions()
+    /// options.encryptionKey = key
+    /// let engine = try Engine.open(directory: path, options: Store.engineOptions(for: options))
+    /// defer { engine.close() }
+    /// try engine.compact()
+    /// ```
+    public static func engineOptions(for options: StoreOptions) -> EngineOptions {
         var engineOptions = options.engine
         engineOptions.durability = options.durability
         engineOptions.readOnly = options.readOnly

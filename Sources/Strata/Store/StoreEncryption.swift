@@ -39,7 +39,7 @@ extension Store {
                                            options: StoreOptions = StoreOptions()) throws(StrataError) -> KeyChangeReport {
         do {
             return try Engine.changeEncryptionKey(directory: directoryPath, from: oldKey.map { Array($0) }, to: newKey.map { Array($0) },
-                                                  options: engineOptions(options))
+                                                  options: engineOptions(for: options))
         } catch {
             throw StrataError(error)
         }

@@ -17,7 +17,7 @@ extension Store {
     /// ```
     public static func openReplica(following target: any ArchiveTarget, directoryPath: String,
                                    options: StoreOptions = StoreOptions(), pollInterval: Double = 1) throws(StrataError) -> Store {
-        var engineOptions = engineOptions(options)
+        var engineOptions = engineOptions(for: options)
         engineOptions.readOnly = false
         engineOptions.keySpaces = []
         engineOptions.archive = nil

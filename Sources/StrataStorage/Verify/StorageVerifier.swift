@@ -20,6 +20,9 @@ public struct StorageVerification: Sendable {
     public var walRecords = 0
     public var segments = 0
     public var blocks = 0
+    /// Blocks among ``blocks`` in the id layout (SPEC.md §6.1.1), where objects are read by
+    /// arithmetic on their id: a store's `objects` key space is written so.
+    public var idBlocks = 0
     /// Segment entries read (every version and tombstone).
     public var entries: UInt64 = 0
     /// Bytes of files read and checked.
@@ -253,6 +256,7 @@ struct StorageVerifier {
                 // A block of sealed values has each value's own tag checked as it is read.
                 let block = try reader.dataBlock(handle, fillCache: false, checkingEachSealedValue: true)
                 report.blocks += 1
+                if block.idLayout != nil { report.idBlocks += 1 }
                 try Self.checkIdBlock(block, indexValue: index.value, reader: reader, offset: handle.offset)
                 let it = block.makeIterator()
                 it.seekToFirst()
