@@ -22,7 +22,7 @@ struct SegmentLayout: Sendable {
 /// Every block is followed by its trailer: compression type (1 byte) and the masked CRC32C of the
 /// payload and the type byte.
 final class SegmentWriter {
-    private let file: any WritableFile
+    let file: any WritableFile
     let path: String
     private let layout: SegmentLayout
     // One thread writes a segment; the runtime's exclusivity checks on these were a fifth of a
@@ -265,6 +265,15 @@ final class SegmentWriter {
 
     /// Writes the remaining blocks and the footer, syncs and closes the file.
     func finish() throws -> SegmentProperties {
+        let properties = try finishUnsynced()
+        try file.sync()
+        try file.close()
+        return properties
+    }
+
+    /// Writes the remaining blocks and the footer and leaves the file open and unsynced: the
+    /// caller syncs and closes it (``file``) before anything names the segment, or abandons it.
+    func finishUnsynced() throws -> SegmentProperties {
         try finishDataBlock()
         if properties.dataBlockCount > 0 { properties.largestKey = pendingIndexKey }
         if hasPendingIndexKey { addIndexEntry() }
@@ -276,8 +285,6 @@ final class SegmentWriter {
         output.append(SegmentFooter(index: indexHandle, filter: filterHandle, properties: propsHandle, formatVersion: layout.formatVersion).encode())
         offset += UInt64(FormatConstants.segmentFooterBytes)
         try flushOutput()
-        try file.sync()
-        try file.close()
         return properties
     }
 
