@@ -75,7 +75,7 @@ public final class Store: @unchecked Sendable {
     /// The engine options a store opens its engine with: its key spaces, the id layout of
     /// `objects` (objects read by arithmetic on their id), the prefix filters of `edges` and
     /// `indexes`. These shape what the engine writes and are not stored in the store, so a tool
-    /// that opens a store's ``Engine`` itself to write (to compact it) opens it with these, or
+    /// that opens a store's `Engine` itself to write (to compact it) opens it with these, or
     /// the segments it writes lose that layout: every object read then decodes a whole block.
     ///
     /// ```swift
