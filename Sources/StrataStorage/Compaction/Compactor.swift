@@ -27,8 +27,8 @@ struct Compactor {
     /// 256 entries are 0.2–0.3 ms of merging in an encrypted store, where every block is opened
     /// and sealed again; 4,096 were about 4 ms, most of a reopen whose close met the compaction
     /// the open had begun (measured 2026-12-07). The check is one atomic load. What a close still
-    /// waits for: an output's sync (5–10 ms on the build machine), and the first read of every
-    /// input (1–3 ms).
+    /// waits for: the first read of every input (1–3 ms), and one output's sync when it comes
+    /// once the merge is done (``unsynced``).
     static let cancellationCheckInterval = 256
 
     /// Paths of files written so far (for cleanup when the job fails).
