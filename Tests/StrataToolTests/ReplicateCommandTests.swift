@@ -52,6 +52,32 @@ import Testing
         #expect(refused.stderr.contains("not a replica"), "\(refused.stderr)")
     }
 
+    /// The segments a replica flushes itself keep the layout a store writes: the tool opens a
+    /// replica of a store of objects with its object layer's engine options (the id layout of
+    /// objects, the filters of edges and indexes), as `compact` does; they are not stored.
+    @Test func aReplicaOfAStoreOfObjectsFlushesInItsLayout() throws {
+        let dir = TemporaryDirectory(), root = TemporaryDirectory()
+        let archive = root.path + "/archive", replica = root.path + "/replica"
+        let store = try Store(directoryPath: dir.path, options: Self.archived(archive))
+        defer { store.close() }
+        let box = store.box(for: Tutor.self)
+        try box.put(Tutor(name: "Lovelace"))
+        try store.archiveNow()
+        #expect(try ToolRunner.run(["replicate", archive, replica, "--once"]).status == 0)
+        // More than a memtable (4 MiB) shipped after the state the replica restored: the
+        // replica flushes what it applies into segments of its own.
+        let name = String(repeating: "n", count: 200)
+        for chunk in 0..<6 { try box.put((0..<5_000).map { Tutor(name: "\(name)-\(chunk)-\($0)") }) }
+        try store.archiveNow()
+        let applied = try ToolRunner.run(["replicate", archive, replica, "--once"])
+        #expect(applied.status == 0, "\(applied.stderr)")
+        #expect(try Self.tutors(replica) == 30_001)
+        let verified = try ToolRunner.run(["verify", replica, "--json"])
+        #expect(verified.status == 0, "\(verified.stdout)")
+        let storage = verified.jsonObject["storage"] as? [String: Any] ?? [:]
+        #expect((storage["idBlocks"] as? Int ?? 0) > 0, "\(verified.stdout)")
+    }
+
     /// A primary restored from an older backup lost commits the replica applied: the replica
     /// stops with the reason, and starts over from the archive only when asked.
     @Test func aReplicaThatCannotGoOnStopsOrIsRebuiltWhenAsked() throws {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import Strata
 import StrataStorage
 
 /// `strata replicate SOURCE DIR`: keeps a read replica of the store an archive holds
@@ -136,10 +137,26 @@ struct ReplicateCommand: ParsableCommand {
 
     private func open(_ target: any ArchiveTarget) throws -> Engine {
         do {
+            let key = try keyFile.map(KeyFile.read)
+            let storeId = store.flatMap { UInt64($0, radix: 16) }
             var options = EngineOptions()
-            options.encryptionKey = try keyFile.map(KeyFile.read)
-            return try Engine.openReplica(following: target, directoryPath: directory, options: options, pollInterval: pollInterval,
-                                          storeId: store.flatMap { UInt64($0, radix: 16) })
+            options.encryptionKey = key
+            let engine = try Engine.openReplica(following: target, directoryPath: directory, options: options,
+                                                pollInterval: pollInterval, storeId: storeId)
+            // A replica of a store of objects runs with the options its object layer opens a
+            // store with, as `strata compact` does: they are not stored, and without them the
+            // segments the replica flushes and compacts itself would lose the id layout of its
+            // objects and the filters of its edges and indexes. What a store of objects is
+            // becomes known once the replica's directory holds one (the first run restores it
+            // above); reopened at once, before its follower has applied enough to flush.
+            var storeOptions = StoreOptions()
+            storeOptions.engine.encryptionKey = key
+            var objectOptions = Store.engineOptions(for: storeOptions)
+            guard objectOptions.keySpaces.allSatisfy({ engine.existingKeySpace(named: $0) != nil }) else { return engine }
+            engine.close()
+            objectOptions.keySpaces = []   // a replica's key spaces are the primary's
+            return try Engine.openReplica(following: target, directoryPath: directory, options: objectOptions,
+                                          pollInterval: pollInterval, storeId: storeId)
         } catch StorageError.notAStore(let path) {
             throw ToolFailure(message: "cannot follow \(source): \(path)")
         } catch let StorageError.archiveOfAnotherStore(ids, reason) {
