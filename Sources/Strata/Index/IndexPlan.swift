@@ -25,7 +25,7 @@ struct IndexPlan {
     static func make(_ node: ConditionNode, binding b: EntityBinding) -> IndexPlan? {
         switch node {
         case let .ids(allowed):
-            return IndexPlan(ranges: [], ids: allowed.sorted())
+            return IndexPlan(ranges: [], ids: allowed.ids)
         case let .and(nodes):
             // One branch narrows enough. A relation condition's objects come first (usually
             // few, and reading an index range on top would cost more than evaluating the

@@ -52,15 +52,15 @@ extension Property {
                     throw .unknownRelation(entity: schema.source, property: schema.sourceProperty)
                 }
                 let kind = R._strataSchema.properties[sourceField].type
-                var ids = Set<Id>()
+                var ids: [Id] = []
                 try QueryRun.scan(R.self, condition: inner, fieldsNeeded: kind == .toOne ? [sourceField] : [], store: store, in: t) { id, m throws(StrataError) in
                     if kind == .toOne {
-                        if case let .uint(target) = m.field(sourceField) { ids.insert(target) }
+                        if case let .uint(target) = m.field(sourceField) { ids.append(target) }
                     } else {
-                        ids.formUnion(try m.relatedIds(.field(sourceField), id: id))
+                        ids.append(contentsOf: try m.relatedIds(.field(sourceField), id: id))
                     }
                 }
-                return ids
+                return SortedIds(ids)
             }
         }
         return QueryCondition(node: .link(link))
@@ -73,10 +73,10 @@ struct QueryLink: Sendable {
     /// The entities the link reads (the related one and those its own links read).
     let entities: Set<String>
     /// The ids of the outer entity's objects the link allows.
-    let candidates: @Sendable (EntityBinding, Store, Transaction) throws(StrataError) -> Set<Id>
+    let candidates: @Sendable (EntityBinding, Store, Transaction) throws(StrataError) -> SortedIds
 
     init(entities: Set<String>,
-         _ candidates: @escaping @Sendable (EntityBinding, Store, Transaction) throws(StrataError) -> Set<Id>) {
+         _ candidates: @escaping @Sendable (EntityBinding, Store, Transaction) throws(StrataError) -> SortedIds) {
         self.entities = entities
         self.candidates = candidates
     }

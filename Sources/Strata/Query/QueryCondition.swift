@@ -110,7 +110,7 @@ indirect enum ConditionNode: Sendable {
     /// starts, since the answer depends on the snapshot.
     case link(QueryLink)
     /// The objects with these ids (a resolved link).
-    case ids(Set<Id>)
+    case ids(SortedIds)
     case and([ConditionNode])
     case or([ConditionNode])
 

@@ -92,15 +92,17 @@ enum QueryRun {
     }
 
     /// The objects whose relation (`entityId`, `propertyId`) points at one of `targets`: one
-    /// prefix scan of the relation's mirror edges (`kind`) per target.
+    /// prefix scan of the relation's mirror edges (`kind`) per target. One target's sources
+    /// come by increasing id (the source ends the edge key), so one target needs no sort.
     static func sources(pointingAt targets: [Id], kind: EdgeKey.Kind, entityId: UInt32, propertyId: UInt32,
-                        store: Store, in t: Transaction) throws(StrataError) -> Set<Id> {
-        var ids = Set<Id>()
+                        store: Store, in t: Transaction) throws(StrataError) -> SortedIds {
+        var lists: [[Id]] = []
+        lists.reserveCapacity(targets.count)
         for target in targets {
             let prefix = EdgeKey(kind: kind, entityId: entityId, propertyId: propertyId, a: target, b: 0)
-            ids.formUnion(try t.edgeSources(sharingPrefixWith: prefix))
+            lists.append(try t.edgeSources(sharingPrefixWith: prefix))
         }
-        return ids
+        return SortedIds(union: lists)
     }
 
     /// The value of one property of each stored object of `R` among `ids`.
