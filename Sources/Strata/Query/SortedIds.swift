@@ -7,17 +7,13 @@
 /// membership is a binary search.
 struct SortedIds: Sendable {
     /// Increasing, distinct.
-    private(set) var ids: [Id]
+    let ids: [Id]
 
     /// `ids` in any order, duplicates allowed; sorts only when they are out of order.
     init(_ ids: [Id]) {
         var ids = ids
         Self.normalize(&ids)
         self.ids = ids
-    }
-
-    init<S: Sequence>(_ ids: S) where S.Element == Id {
-        self.init(Array(ids))
     }
 
     /// The union of id lists, each in any order.
@@ -28,9 +24,6 @@ struct SortedIds: Sendable {
             self.init(lists.flatMap { $0 })
         }
     }
-
-    var count: Int { ids.count }
-    var isEmpty: Bool { ids.isEmpty }
 
     func contains(_ id: Id) -> Bool {
         var low = 0, high = ids.count
