@@ -38,13 +38,21 @@ struct SortedIds: Sendable {
     private static func normalize(_ ids: inout [Id]) {
         var i = 1
         while i < ids.count && ids[i - 1] < ids[i] { i += 1 }
-        if i >= ids.count { return }
-        ids.sort()
+        if i < ids.count { ids.sortRemovingDuplicates() }
+    }
+}
+
+extension Array where Element == Id {
+    /// Sorts the ids and keeps one of each, in place. Usable from the inlinable relation
+    /// prefetch, which deduplicates its targets the same way.
+    @usableFromInline
+    mutating func sortRemovingDuplicates() {
+        sort()
         var kept = 0
-        for j in ids.indices where j == 0 || ids[j] != ids[kept - 1] {
-            ids[kept] = ids[j]
+        for j in indices where j == 0 || self[j] != self[kept - 1] {
+            self[kept] = self[j]
             kept += 1
         }
-        ids.removeLast(ids.count - kept)
+        removeLast(count - kept)
     }
 }

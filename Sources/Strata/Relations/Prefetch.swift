@@ -87,13 +87,7 @@ extension ToOne {
             }
             return
         }
-        ids.sort()
-        var distinct = 0
-        for i in ids.indices where i == 0 || ids[i] != ids[distinct - 1] {
-            ids[distinct] = ids[i]
-            distinct += 1
-        }
-        ids.removeLast(ids.count - distinct)
+        ids.sortRemovingDuplicates()
         // In the order of `ids`, those that are stored.
         let loaded = try box.get(ids)
         let loadedIds = loaded.map { $0._strataId }
