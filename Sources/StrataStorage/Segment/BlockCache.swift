@@ -94,8 +94,7 @@ package final class BlockCache: Sendable {
             }
         }
 
-        /// - Parameter reserved: bytes of the shard's capacity that opened id blocks hold now.
-        mutating func insert(_ key: Key, _ block: Block, reserved: Int = 0) {
+        mutating func insert(_ key: Key, _ block: Block) {
             if let i = find(key) {
                 usage -= slots[i].block!.charge
                 slots[i] = Slot(key: key, block: block)
@@ -107,15 +106,15 @@ package final class BlockCache: Sendable {
                 count += 1
                 usage += block.charge
             }
-            evictOverCapacity(limit: capacity - reserved)
+            evictOverCapacity()
         }
 
         /// Sweeps the hand until the shard fits: a block used since the last pass loses its
         /// mark and stays; one that was not is evicted. Two passes at most, since the first
         /// clears every mark.
-        private mutating func evictOverCapacity(limit: Int) {
+        private mutating func evictOverCapacity() {
             var steps = 0
-            while usage > limit, steps < 2 * slots.count + 1 {
+            while usage > capacity, steps < 2 * slots.count + 1 {
                 steps += 1
                 let i = hand
                 hand = (hand + 1) & mask
@@ -200,13 +199,12 @@ package final class BlockCache: Sendable {
     private let shards: [ShardBox]
     let capacityBytes: Int
     /// The bytes of id blocks that encrypted segments' point reads keep opened, outside the
-    /// slots and never evicted (``IdBlockReads``): at most half the capacity, which the slots
-    /// give up as they grow, so that both together stay within it.
+    /// slots and never evicted (``IdBlockReads``): a quarter of the capacity, besides it.
     let opened: OpenedBlockBudget
 
     package init(capacityBytes: Int) {
         self.capacityBytes = capacityBytes
-        opened = OpenedBlockBudget(limit: capacityBytes / 2)
+        opened = OpenedBlockBudget(limit: capacityBytes / 4)
         let per = max(1, capacityBytes / Self.shardCount)
         shards = (0..<Self.shardCount).map { _ in ShardBox(capacity: per) }
     }
@@ -228,8 +226,7 @@ package final class BlockCache: Sendable {
 
     func insert(_ key: Key, _ block: Block) {
         guard block.charge <= capacityBytes / Self.shardCount else { return }
-        let reserved = opened.usedBytes / Self.shardCount
-        shards[shard(key)].mutex.withLock { $0.insert(key, block, reserved: reserved) }
+        shards[shard(key)].mutex.withLock { $0.insert(key, block) }
     }
 
     /// Empties the cache, for a closing engine, and frees the blocks on a background thread.

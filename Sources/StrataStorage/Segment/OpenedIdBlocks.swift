@@ -1,10 +1,8 @@
 import CStrataSupport
-import Dispatch
 import Synchronization
 
 /// The bytes of id blocks an engine's encrypted segments keep opened (``IdBlockReads``), and
-/// their limit: half the block cache's capacity, which the cache's slots give up as these grow
-/// (``BlockCache/insert(_:_:)``).
+/// their limit: a quarter of the block cache's capacity, besides it.
 final class OpenedBlockBudget: Sendable {
     let limit: Int
     private let used = Atomic<Int>(0)
@@ -25,9 +23,6 @@ final class OpenedBlockBudget: Sendable {
     }
 
     func give(_ bytes: Int) { used.subtract(bytes, ordering: .relaxed) }
-
-    /// Whether `bytes` more would fit now (a hint: ``take(_:)`` decides).
-    func hasRoom(for bytes: Int) -> Bool { used.load(ordering: .relaxed) <= limit - bytes }
 }
 
 /// How an encrypted segment's point reads reach each of its id blocks of sealed values (segment
@@ -55,12 +50,9 @@ final class OpenedBlockBudget: Sendable {
 /// Why a budget and no eviction: contents read without a lock cannot be freed while a read may
 /// hold them, and a read holds them as long as its view keeps the segment; so they stay until
 /// their segment goes (a compaction), and the engine's opened blocks take at most
-/// ``OpenedBlockBudget/limit`` bytes, which the block cache gives up. Since nothing gives them
-/// back before that, only blocks read often earn them: 32 reads, about four times what opening a
-/// 2 KiB block costs in single opens. A block read fewer times, or when the budget is spent,
-/// keeps its single reads. Measured (graph benchmark at scale 1, the many-to-many phase run 8
-/// times, median of the last 7): 582 ms encrypted against 503 ms plaintext with this, against
-/// 404 / 314 ms opening each value before it.
+/// ``OpenedBlockBudget/limit`` bytes. Since nothing gives them back before that, only blocks
+/// read often earn them: 32 reads, about four times what opening a 2 KiB block costs in single
+/// opens. A block read fewer times, or when the budget is spent, keeps its single reads.
 final class IdBlockReads: @unchecked Sendable {
     // @unchecked Sendable: every element of its arrays is read and written atomically; it owns
     // its memory and the blocks it holds.
@@ -96,36 +88,13 @@ final class IdBlockReads: @unchecked Sendable {
     }
 
     deinit {
-        let released = ReleasedBlocks()
         for i in 0..<count {
-            if let owner = strata_load_acquire_ptr(owners + i) { released.blocks.append(Unmanaged<Block>.fromOpaque(owner)) }
+            if let owner = strata_load_acquire_ptr(owners + i) { Unmanaged<Block>.fromOpaque(owner).release() }
         }
         budget.give(charged.load(ordering: .relaxed))
         reads.deallocate()
         contents.deallocate()
         owners.deallocate()
-        guard !released.blocks.isEmpty else { return }
-        // Freed on a background thread, after any engine open in progress, as the block
-        // cache's blocks are at a close (``BlockCache/removeAllReleasingInBackground()``): a
-        // closing engine's segments drop thousands of blocks long out of the CPU caches, which
-        // took the graph benchmark's close and reopen from ~16 ms to ~27 ms when freed here.
-        // A few hundred at a time, each after the opens in progress: a closing caller is often
-        // about to open the store again, and the frees would contend with the open's.
-        DispatchQueue.global(qos: .utility).async {
-            var start = 0
-            while start < released.blocks.count {
-                OpensInProgress.waitUntilNone(atMostSeconds: 0.25)
-                let end = min(start + 256, released.blocks.count)
-                for block in released.blocks[start..<end] { block.release() }
-                start = end
-            }
-        }
-    }
-
-    /// Opened blocks on their way to the thread that frees them: owned by one thread at a time.
-    private final class ReleasedBlocks: @unchecked Sendable {
-        // @unchecked Sendable: handed from the deinit's thread to the releasing one, never shared.
-        var blocks: [Unmanaged<Block>] = []
     }
 
     /// Block `i`'s opened contents, or nil.
@@ -144,20 +113,11 @@ final class IdBlockReads: @unchecked Sendable {
 
     func refuse(_ i: Int) { strata_store_relaxed_u8(reads + i, Self.refused) }
 
-    /// Starts block `i`'s count again: the budget had no room for it.
-    func recount(_ i: Int) { strata_store_relaxed_u8(reads + i, 0) }
-
-    /// Whether a block of `size` bytes would fit in the budget now.
-    func hasRoom(forBlockOf size: Int) -> Bool { budget.hasRoom(for: size + Block.overheadCharge) }
-
     /// Keeps `block`, read whole, as block `i`'s opened contents, if the budget allows and no
     /// other read kept one first; returns the contents kept (this one's or the other's), or nil.
     func keep(_ block: Block, at i: Int) -> UnsafeRawPointer? {
         let bytes = block.charge
-        guard budget.take(bytes) else {
-            recount(i)
-            return nil
-        }
+        guard budget.take(bytes) else { return nil }
         let base = UnsafeMutableRawPointer(mutating: block.contents.baseAddress!)
         guard strata_cas_ptr(contents + i, nil, base) != 0 else {
             budget.give(bytes)
@@ -175,11 +135,6 @@ extension SegmentReader {
     /// whole is damaged: its reads then stay single ones, each deciding by its own tag).
     @inline(never)
     func openIdBlock(_ entry: IdBlockTable.Entry, index: Int, reads: IdBlockReads) throws -> UnsafeRawPointer? {
-        // No room: counted again from 0 rather than read whole on every read from now on.
-        guard reads.hasRoom(forBlockOf: Int(entry.size)) else {
-            reads.recount(index)
-            return nil
-        }
         let handle = BlockHandle(offset: entry.offset, size: UInt64(entry.size))
         let block: Block
         do {
