@@ -86,9 +86,8 @@ import StrataProbes
     }
 
     /// A point read opens the one object it copies out of the file, without the block cache,
-    /// until its block has been read ``IdBlockReads/threshold`` times; the block is then opened
-    /// whole and kept (taking from the engine's budget of opened blocks), and later reads of any
-    /// of its objects read them there. Neither uses the block cache.
+    /// until its block has been read about as often as opening it whole costs; the block is then
+    /// opened whole into the cache, and later reads of any of its objects read it there.
     @Test(arguments: [false, true])
     func pointReadsOpenOneObjectUntilItsBlockIsReadOften(mapped: Bool) throws {
         let temporary = TemporaryDirectory()
@@ -108,49 +107,47 @@ import StrataProbes
         let reopened = try Engine.open(directory: dir, options: Self.options(fs))
         let objects = try reopened.keySpace(named: "objects")
         let key = IdBlockTests.idKey(1, 3)
-        // Reads below the threshold: one value opened each, nothing kept.
-        for _ in 1..<Int(IdBlockReads.threshold) { #expect(try reopened.get(key, in: objects) == model[key]) }
-        #expect(reopened.cache.opened.usedBytes == 0)
-        // The read that reaches it opens the block whole and keeps it.
+        // A first read: one value opened, the cache untouched.
+        let start = reopened.statistics().sinceOpen
         #expect(try reopened.get(key, in: objects) == model[key])
-        let kept = reopened.cache.opened.usedBytes
-        #expect(kept > 0)
-        // Every object, through blocks opened or not, one at a time and batched, again and
-        // again: answers unchanged, more blocks opened, the block cache never used.
-        for _ in 0..<Int(IdBlockReads.threshold) { try IdBlockTests.expectPointReadsSkipTheBlockCache(reopened, model) }
-        #expect(reopened.cache.opened.usedBytes > kept)
-        // A scan reads the blocks whole, opening every value.
+        let once = reopened.statistics().sinceOpen
+        #expect(once.blockCacheMisses == start.blockCacheMisses && once.blockCacheHits == start.blockCacheHits)
+        #expect(once.bytesRead > start.bytesRead)
+        // Read again and again: its block is opened once, then read in the cache.
+        for _ in 0..<64 { #expect(try reopened.get(key, in: objects) == model[key]) }
+        let often = reopened.statistics().sinceOpen
+        #expect(often.blockCacheMisses == once.blockCacheMisses + 1)
+        #expect(often.blockCacheHits > once.blockCacheHits)
+        // Every object, through blocks opened or not, one at a time and batched; then again,
+        // every block now opened: no block is read from the file twice.
+        try Self.expectReads(reopened, model)
+        let first = reopened.statistics().sinceOpen
+        try Self.expectReads(reopened, model)
+        let second = reopened.statistics().sinceOpen
+        #expect(second.blockCacheMisses == first.blockCacheMisses)
+        #expect(second.blockCacheHits > first.blockCacheHits)
+        // A scan reads the blocks whole, opening every value (or taking the cache's).
         #expect(try reopened.scan(objects).count == model.count)
         reopened.close()
         #expect(try Engine.verify(directory: dir, fileSystem: fs, encryptionKey: Self.key).isClean)
     }
 
-    /// The budget of opened blocks spent, blocks read often keep their single reads, and every
-    /// answer stays; the budget comes back when the segments holding opened blocks go.
-    @Test func aSpentBudgetLeavesReadsSingleAndCompactionGivesItBack() throws {
+    /// With a cache that holds about one block, blocks opened whole are evicted as others are
+    /// opened: reads go on giving every object, counted again before a block is reopened.
+    @Test func blocksOpenedWholeAndEvictedReadOn() throws {
         let fs = InMemoryFileSystem()
         let e = try Engine.open(directory: Self.dir, options: Self.options(fs))
         let model = try IdBlockTests.fourRoundsOfPutsAndRemovals(e)
         e.close()
         var small = Self.options(fs)
-        // A budget of a quarter of the cache: room for about two 512-byte blocks.
-        small.blockCacheBytes = 5_000
+        small.blockCacheBytes = 1_024
         let reopened = try Engine.open(directory: Self.dir, options: small)
         defer { reopened.close() }
-        for _ in 0..<(Int(IdBlockReads.threshold) + 2) { try Self.expectReads(reopened, model) }
-        let budget = reopened.cache.opened
-        #expect(budget.usedBytes > 0 && budget.usedBytes <= budget.limit)
-        // New segments: the old ones' opened blocks go with them.
-        let objects = try reopened.keySpace(named: "objects")
-        var batch = WriteBatch()
-        batch.put(IdBlockTests.idKey(1, 1), Array("rewritten".utf8), in: objects)
-        try reopened.write(batch)
-        try reopened.flush()
-        _ = try reopened.compact()
-        var updated = model
-        updated[IdBlockTests.idKey(1, 1)] = Array("rewritten".utf8)
-        try Self.expectReads(reopened, updated)
-        #expect(budget.usedBytes == 0)
+        for _ in 0..<6 { try Self.expectReads(reopened, model) }
+        let stats = reopened.statistics().sinceOpen
+        // Blocks were opened whole again after their eviction, and some reads found them.
+        #expect(stats.blockCacheMisses > UInt64(model.count / 20))
+        #expect(stats.blockCacheHits > 0)
     }
 
     /// A block opened whole that holds a version newer than a snapshot's read leaves that read
@@ -173,16 +170,15 @@ import StrataProbes
             try e.flush()
             return model
         }
-        // Two segments: the newer one's blocks, opened by the latest reads, hold versions
-        // newer than the snapshot's reads, which find theirs in the older segment.
         let old = try write(1)
         let snapshot = try e.snapshot()
         let new = try write(2)
+        _ = try e.compact()
         for _ in 0..<4 {
             try Self.expectReads(e, new)
             try Self.expectReads(e, old, snapshot: snapshot)
         }
-        #expect(e.cache.opened.usedBytes > 0)
+        #expect(e.statistics().sinceOpen.blockCacheHits > 0)
     }
 
     /// A changed byte of a sealed value whose entry checksum was made to match (so only the tag

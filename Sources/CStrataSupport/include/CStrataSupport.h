@@ -46,12 +46,6 @@ static inline void strata_store_relaxed_u8(uint8_t *byte, uint8_t value) {
     __atomic_store_n(byte, value, __ATOMIC_RELAXED);
 }
 
-// Publishes `desired` in `slot` if it still holds `expected` (release; acquire on failure):
-// the one thread that wins keeps what it made, the others free theirs.
-static inline int strata_cas_ptr(void **slot, void *expected, void *desired) {
-    return __atomic_compare_exchange_n(slot, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-}
-
 // A hint to start loading the cache line at `address`: batched reads issue these for many keys
 // before touching any, so that their memory misses overlap instead of following one another.
 // Never faults, whatever the address.

@@ -198,13 +198,9 @@ package final class BlockCache: Sendable {
     private static let shardCount = 16
     private let shards: [ShardBox]
     let capacityBytes: Int
-    /// The bytes of id blocks that encrypted segments' point reads keep opened, outside the
-    /// slots and never evicted (``IdBlockReads``): a quarter of the capacity, besides it.
-    let opened: OpenedBlockBudget
 
     package init(capacityBytes: Int) {
         self.capacityBytes = capacityBytes
-        opened = OpenedBlockBudget(limit: capacityBytes / 4)
         let per = max(1, capacityBytes / Self.shardCount)
         shards = (0..<Self.shardCount).map { _ in ShardBox(capacity: per) }
     }

@@ -6,7 +6,8 @@
 /// per segment a read consults, and the summary it replaced as the first step of an object read
 /// cost a retain and a release of each of its arrays.
 final class IdBlockTable: @unchecked Sendable {
-    // @unchecked Sendable: immutable after init; it owns its memory (`reads` is Sendable).
+    // @unchecked Sendable: immutable after init but for `reads`, whose bytes are accessed
+    // atomically; it owns its memory.
     struct Entry {
         var firstId: UInt64
         var lastId: UInt64
@@ -29,8 +30,8 @@ final class IdBlockTable: @unchecked Sendable {
     /// Each run's head, for heads longer than 8 bytes.
     private let heads: [[UInt8]]
     let headCount: Int
-    /// An encrypted segment's: per entry, how its block is read (``IdBlockReads``).
-    let reads: IdBlockReads?
+    /// Per entry, how an encrypted segment reads its block (``IdBlockReads``).
+    let reads: IdBlockReads
 
     /// Nil when no index entry has a span. A span that does not agree with its index key (a
     /// dense block whose last id is not the key's, a sparse one whose ids cannot fit between
@@ -40,12 +41,12 @@ final class IdBlockTable: @unchecked Sendable {
     /// - Parameters: per index entry, its span, its key's user key (a head and an id) and its
     ///   block's handle; and the runs of entries by head (at least one).
     init?(spans: [IdBlockSpan?], lastKeys: [UnsafeRawBufferPointer], handles: [BlockHandle],
-          runs: [(head: [UInt8], range: Range<Int>)], openedBudget: OpenedBlockBudget? = nil) {
+          runs: [(head: [UInt8], range: Range<Int>)]) {
         guard spans.contains(where: { $0 != nil }), let first = runs.first else { return nil }
         let headCount = first.head.count
         self.headCount = headCount
         entries = .allocate(capacity: spans.count)
-        reads = openedBudget.map { IdBlockReads(count: spans.count, budget: $0) }
+        reads = IdBlockReads(count: spans.count)
         for (i, span) in spans.enumerated() {
             let last = UInt64(bigEndian: lastKeys[i].loadUnaligned(fromByteOffset: headCount, as: UInt64.self))
             var e = Entry(firstId: 0, lastId: last, offset: handles[i].offset, size: 0, count: 0, isSparse: false, entryBytes: 0)

@@ -31,9 +31,6 @@ struct IdEntryLocation {
     var entryBytes: Int
     /// The block's last entry, whose value ends at `valuesEnd` rather than at the next entry's.
     var isLast: Bool
-    /// An encrypted segment's block read often: its opened contents, where the entry and its
-    /// value (in the clear) are read instead of the file (``IdBlockReads``).
-    var opened: UnsafeRawPointer? = nil
 
     /// The trailer of an entry whose bytes start at `entry`.
     @inline(__always) func trailer(_ entry: UnsafeRawPointer) -> UInt64 {
@@ -46,6 +43,9 @@ enum IdEntryFind {
     case absent
     case undecided
     case entry(IdEntryLocation)
+    /// An encrypted segment's id block read often enough to be opened whole, from the cache
+    /// (``IdBlockReads``): the entry is read in it (``SegmentReader/readIdEntry(in:lookupKey:)``).
+    case opened(Block)
 }
 
 extension SegmentReader {
@@ -64,30 +64,36 @@ extension SegmentReader {
         case .absent: return .absent
         case .undecided: return .undecided
         case let .entry(location): return try readIdEntry(at: location, lookupKey: lookupKey, into: buffer)
+        case let .opened(block):
+            return withExtendedLifetime(block) {
+                switch readIdEntry(in: block, lookupKey: lookupKey) {
+                case let .found(value):
+                    guard value.count <= buffer.count else { return .undecided }
+                    if value.count > 0 { buffer.baseAddress!.copyMemory(from: value.baseAddress!, byteCount: value.count) }
+                    return .found(count: value.count)
+                case .deleted: return .deleted
+                case .undecided: return .undecided
+                }
+            }
         }
     }
 
     /// The first half of ``readIdEntry(lookupKey:into:)``: where the entry of `userKey` lies,
     /// from the index summary's id block table alone, except in a sparse block, whose id array
     /// is copied (into `scratch`) and searched. In an encrypted segment, a block read often is
-    /// opened whole and kept, and read there (``IdBlockReads``).
+    /// opened whole instead (``IdBlockReads``).
     @inline(__always)
     func findIdEntry(_ userKey: UnsafeRawBufferPointer, scratch: UnsafeMutableRawBufferPointer) throws -> IdEntryFind {
         guard idFormat == .checked,
               let table = try indexBlock()._withUnsafeGuaranteedRef({ indexSummary.idBlocks(of: $0) }) else { return .undecided }
         let block: IdBlockTable.Entry
-        var opened: UnsafeRawPointer?
         switch table._withUnsafeGuaranteedRef({ $0.lookup(userKey) }) {
         case .absent: return .absent
         case .undecided: return .undecided
         case let .block(b, index):
             block = b
-            if sealedValues {
-                opened = try table._withUnsafeGuaranteedRef { t -> UnsafeRawPointer? in
-                    guard let reads = t.reads else { return nil }
-                    if let contents = reads.opened(index) { return contents }
-                    return reads.countRead(index) ? try openIdBlock(b, index: index, reads: reads) : nil
-                }
+            if sealedValues, let opened = try table._withUnsafeGuaranteedRef({ try openedIdBlock(b, index: index, reads: $0.reads) }) {
+                return .opened(opened)
             }
         }
         // An encrypted segment's block starts with its nonce; the contents follow.
@@ -109,14 +115,12 @@ extension SegmentReader {
         }
         return .entry(IdEntryLocation(blockOffset: blockOffset, blockSize: Int(block.size),
                                       entryOffset: entriesOffset + position * entryBytes, valuesEnd: valuesEnd,
-                                      entryBytes: entryBytes, isLast: position == m - 1, opened: opened))
+                                      entryBytes: entryBytes, isLast: position == m - 1))
     }
 
-    /// The block's first byte in the mapping, when the file is mapped and the block lies in it;
-    /// an opened block's in its contents.
+    /// The block's first byte in the mapping, when the file is mapped and the block lies in it.
     @inline(__always)
     private func mappedBlock(_ location: IdEntryLocation) -> UnsafePointer<UInt8>? {
-        if let opened = location.opened { return opened.assumingMemoryBound(to: UInt8.self) }
         guard let mapped, location.blockOffset <= UInt64(mapped.count),
               UInt64(location.blockSize) <= UInt64(mapped.count) - location.blockOffset else { return nil }
         return mapped.baseAddress!.assumingMemoryBound(to: UInt8.self) + Int(location.blockOffset)
@@ -207,17 +211,12 @@ extension SegmentReader {
 
     /// What a read of an entry (a value's size, or a `STRATA_ENTRY_` failure) means. In an
     /// encrypted segment the `r` bytes copied to `buffer` are the sealed value, opened here in
-    /// place (SPEC.md §14.3): its tag, not the entry's checksum, is what verifies it. Read from
-    /// an opened block, they are the value in the clear and its tag's bytes: the block's tag
-    /// verified them all when it was opened.
+    /// place (SPEC.md §14.3): its tag, not the entry's checksum, is what verifies it.
     @inline(__always)
     private func outcome(_ r: Int64, trailer: UInt64, location: IdEntryLocation, lookupKey: UnsafeRawBufferPointer,
                          buffer: UnsafeMutableRawBufferPointer) throws -> IdEntryRead {
         var r = r
-        if r >= 0, location.opened != nil {
-            // The block's decoding checked every stored value for a tag's length.
-            r = r >= Int64(SealedIdValues.tagBytes) ? r - Int64(SealedIdValues.tagBytes) : Int64(STRATA_ENTRY_OUT_OF_RANGE)
-        } else if r >= 0, let valueContext {
+        if r >= 0, let valueContext {
             let value = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(r)])
             let entryAt = location.blockOffset + UInt64(location.entryOffset)
             let opened = valueContext._withUnsafeGuaranteedRef {

@@ -129,8 +129,7 @@ package final class SegmentReader: @unchecked Sendable {
         // Format 5's encrypted segments sealed id blocks whole: no spans, every read takes the
         // block path.
         sealedValues = sealer != nil && footer.formatVersion >= 6
-        indexSummary = IndexSummaryCell(idSpans: idFormat == .checked && (sealer == nil || sealedValues),
-                                        openedBudget: sealedValues ? cache.opened : nil)
+        indexSummary = IndexSummaryCell(idSpans: idFormat == .checked && (sealer == nil || sealedValues))
     }
 
     deinit { file.close() }
@@ -290,7 +289,9 @@ package final class SegmentReader: @unchecked Sendable {
     ///   reads check, not only its block tag (SPEC.md §14.3).
     func dataBlock(_ handle: BlockHandle, fillCache: Bool = true, checkingEachSealedValue: Bool = false) throws -> Block {
         let key = BlockCache.Key(segmentId: fileNumber, offset: handle.offset)
-        if let b = cache.get(key) {
+        // Verification reads a block of sealed values from the file even when reads opened it
+        // into the cache: it checks what the cache's copy was not (each value's own tag).
+        if !checkingEachSealedValue, let b = cache.get(key) {
             stats.blockCacheHits.add(1, ordering: .relaxed)
             return b
         }
@@ -302,7 +303,8 @@ package final class SegmentReader: @unchecked Sendable {
         // A format 5 id block (and an encrypted format 6 one, of sealed values) is not cached
         // either way: point reads copy its entries out of the file, and a scan, which reads it
         // whole, reads each block once (SPEC.md §6.1.1). The OS page cache keeps its bytes; the
-        // block cache keeps the blocks read many times. A format 5 encrypted segment's id
+        // block cache keeps the blocks read many times (an encrypted one's point reads put it
+        // there themselves once it is, ``IdBlockReads``). A format 5 encrypted segment's id
         // blocks, sealed whole, have no other way to be read.
         if fillCache && (!(b.idLayout?.isChecked ?? false) || (sealer != nil && !sealedValues)) { cache.insert(key, b) }
         return b
