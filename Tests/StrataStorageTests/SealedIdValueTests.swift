@@ -71,25 +71,8 @@ import StrataProbes
         return out
     }
 
-    /// Reads `model`'s ids 0…310 of head 1 one at a time and batched (`snapshot` given:
-    /// through it), each as `model` has it.
-    static func expectReads(_ e: Engine, _ model: [[UInt8]: [UInt8]], snapshot: Snapshot? = nil) throws {
-        let objects = try e.keySpace(named: "objects")
-        for id in UInt64(0)...310 {
-            #expect(try e.get(IdBlockTests.idKey(1, id), in: objects, snapshot: snapshot) == model[IdBlockTests.idKey(1, id)], "id \(id)")
-        }
-        var keys = KeyList()
-        for id in UInt64(0)...310 { keys.append(IdBlockTests.idKey(1, id)) }
-        try e.visitValues(forKeys: keys, in: objects, snapshot: snapshot) { i, value in
-            #expect(value.map(Array.init) == model[IdBlockTests.idKey(1, UInt64(i))], "batched id \(i)")
-        }
-    }
-
-    /// A point read opens the one object it copies out of the file, without the block cache,
-    /// until its block has been read about as often as opening it whole costs; the block is then
-    /// opened whole into the cache, and later reads of any of its objects read it there.
     @Test(arguments: [false, true])
-    func pointReadsOpenOneObjectUntilItsBlockIsReadOften(mapped: Bool) throws {
+    func pointReadsOpenOneObjectWithoutTheBlockCache(mapped: Bool) throws {
         let temporary = TemporaryDirectory()
         let fs: any FileSystem = mapped ? PosixFileSystem() : InMemoryFileSystem()
         let dir = mapped ? temporary.path + "/db" : Self.dir
@@ -105,80 +88,12 @@ import StrataProbes
         }
         #expect(sealedBlocks > 4)
         let reopened = try Engine.open(directory: dir, options: Self.options(fs))
+        try IdBlockTests.expectPointReadsSkipTheBlockCache(reopened, model)
         let objects = try reopened.keySpace(named: "objects")
-        let key = IdBlockTests.idKey(1, 3)
-        // A first read: one value opened, the cache untouched.
-        let start = reopened.statistics().sinceOpen
-        #expect(try reopened.get(key, in: objects) == model[key])
-        let once = reopened.statistics().sinceOpen
-        #expect(once.blockCacheMisses == start.blockCacheMisses && once.blockCacheHits == start.blockCacheHits)
-        #expect(once.bytesRead > start.bytesRead)
-        // Read again and again: its block is opened once, then read in the cache.
-        for _ in 0..<64 { #expect(try reopened.get(key, in: objects) == model[key]) }
-        let often = reopened.statistics().sinceOpen
-        #expect(often.blockCacheMisses == once.blockCacheMisses + 1)
-        #expect(often.blockCacheHits > once.blockCacheHits)
-        // Every object, through blocks opened or not, one at a time and batched; then again,
-        // every block now opened: no block is read from the file twice.
-        try Self.expectReads(reopened, model)
-        let first = reopened.statistics().sinceOpen
-        try Self.expectReads(reopened, model)
-        let second = reopened.statistics().sinceOpen
-        #expect(second.blockCacheMisses == first.blockCacheMisses)
-        #expect(second.blockCacheHits > first.blockCacheHits)
-        // A scan reads the blocks whole, opening every value (or taking the cache's).
+        // A scan reads the blocks whole, opening every value.
         #expect(try reopened.scan(objects).count == model.count)
         reopened.close()
         #expect(try Engine.verify(directory: dir, fileSystem: fs, encryptionKey: Self.key).isClean)
-    }
-
-    /// With a cache that holds about one block, blocks opened whole are evicted as others are
-    /// opened: reads go on giving every object, counted again before a block is reopened.
-    @Test func blocksOpenedWholeAndEvictedReadOn() throws {
-        let fs = InMemoryFileSystem()
-        let e = try Engine.open(directory: Self.dir, options: Self.options(fs))
-        let model = try IdBlockTests.fourRoundsOfPutsAndRemovals(e)
-        e.close()
-        var small = Self.options(fs)
-        small.blockCacheBytes = 1_024
-        let reopened = try Engine.open(directory: Self.dir, options: small)
-        defer { reopened.close() }
-        for _ in 0..<6 { try Self.expectReads(reopened, model) }
-        let stats = reopened.statistics().sinceOpen
-        // Blocks were opened whole again after their eviction, and some reads found them.
-        #expect(stats.blockCacheMisses > UInt64(model.count / 20))
-        #expect(stats.blockCacheHits > 0)
-    }
-
-    /// A block opened whole that holds a version newer than a snapshot's read leaves that read
-    /// to the block path, which finds the older version: a snapshot reads what it read before,
-    /// however often its blocks are read.
-    @Test func aSnapshotReadsItsVersionsThroughOpenedBlocks() throws {
-        let fs = InMemoryFileSystem()
-        let e = try Engine.open(directory: Self.dir, options: Self.options(fs))
-        defer { e.close() }
-        let ks = try e.keySpace(named: "objects")
-        func write(_ round: Int) throws -> [[UInt8]: [UInt8]] {
-            var batch = WriteBatch()
-            var model: [[UInt8]: [UInt8]] = [:]
-            for id in UInt64(1)...300 {
-                let v = Array("object \(id) version \(round) ".utf8) + [UInt8](repeating: UInt8(id & 0x7F), count: Int(id % 40))
-                batch.put(IdBlockTests.idKey(1, id), v, in: ks)
-                model[IdBlockTests.idKey(1, id)] = v
-            }
-            try e.write(batch)
-            try e.flush()
-            return model
-        }
-        let old = try write(1)
-        let snapshot = try e.snapshot()
-        let new = try write(2)
-        _ = try e.compact()
-        for _ in 0..<4 {
-            try Self.expectReads(e, new)
-            try Self.expectReads(e, old, snapshot: snapshot)
-        }
-        #expect(e.statistics().sinceOpen.blockCacheHits > 0)
     }
 
     /// A changed byte of a sealed value whose entry checksum was made to match (so only the tag

@@ -37,15 +37,6 @@ static inline uint64_t strata_load_relaxed_u64(const uint64_t *word) {
     return __atomic_load_n(word, __ATOMIC_RELAXED);
 }
 
-// Bytes shared by reading threads without a lock (an encrypted segment's per-block read
-// counts): relaxed loads and stores; a lost update only delays or repeats a decision.
-static inline uint8_t strata_load_relaxed_u8(const uint8_t *byte) {
-    return __atomic_load_n(byte, __ATOMIC_RELAXED);
-}
-static inline void strata_store_relaxed_u8(uint8_t *byte, uint8_t value) {
-    __atomic_store_n(byte, value, __ATOMIC_RELAXED);
-}
-
 // A hint to start loading the cache line at `address`: batched reads issue these for many keys
 // before touching any, so that their memory misses overlap instead of following one another.
 // Never faults, whatever the address.

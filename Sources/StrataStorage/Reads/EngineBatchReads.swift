@@ -125,16 +125,6 @@ extension Engine {
                                                                 handle: BlockHandle(offset: 0, size: 0), hash: hash, lookup: lookup,
                                                                 entry: location)
                                     return true
-                                case let .opened(block):
-                                    // A block opened whole: the value is read in it now, held by `blocks`.
-                                    switch reader.readIdEntry(in: block, lookupKey: lookup) {
-                                    case let .found(value):
-                                        found[slot] = value
-                                        blocks[slot] = block
-                                        return true
-                                    case .deleted: return true
-                                    case .undecided: break
-                                    }
                                 case .absent: return false
                                 case .undecided: break
                                 }

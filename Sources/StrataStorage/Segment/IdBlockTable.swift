@@ -6,8 +6,7 @@
 /// per segment a read consults, and the summary it replaced as the first step of an object read
 /// cost a retain and a release of each of its arrays.
 final class IdBlockTable: @unchecked Sendable {
-    // @unchecked Sendable: immutable after init but for `reads`, whose bytes are accessed
-    // atomically; it owns its memory.
+    // @unchecked Sendable: immutable after init; it owns its memory.
     struct Entry {
         var firstId: UInt64
         var lastId: UInt64
@@ -30,8 +29,6 @@ final class IdBlockTable: @unchecked Sendable {
     /// Each run's head, for heads longer than 8 bytes.
     private let heads: [[UInt8]]
     let headCount: Int
-    /// Per entry, how an encrypted segment reads its block (``IdBlockReads``).
-    let reads: IdBlockReads
 
     /// Nil when no index entry has a span. A span that does not agree with its index key (a
     /// dense block whose last id is not the key's, a sparse one whose ids cannot fit between
@@ -46,7 +43,6 @@ final class IdBlockTable: @unchecked Sendable {
         let headCount = first.head.count
         self.headCount = headCount
         entries = .allocate(capacity: spans.count)
-        reads = IdBlockReads(count: spans.count)
         for (i, span) in spans.enumerated() {
             let last = UInt64(bigEndian: lastKeys[i].loadUnaligned(fromByteOffset: headCount, as: UInt64.self))
             var e = Entry(firstId: 0, lastId: last, offset: handles[i].offset, size: 0, count: 0, isSparse: false, entryBytes: 0)
@@ -93,9 +89,8 @@ final class IdBlockTable: @unchecked Sendable {
     enum Lookup {
         /// No block of the segment holds the key: no filter probe needed.
         case absent
-        /// An id block with the key's head whose ids span the key's, and its position (its
-        /// index entry's).
-        case block(Entry, index: Int)
+        /// An id block with the key's head whose ids span the key's.
+        case block(Entry)
         /// Not decided here (a key of another shape, a restart-layout block).
         case undecided
     }
@@ -145,7 +140,7 @@ final class IdBlockTable: @unchecked Sendable {
         // An id block holds one head: its last key's. The key's head or id outside it: the key
         // sorts between the previous block's last key and this block's first.
         guard sameHead, position < runEnd, block.firstId <= id else { return .absent }
-        return .block(block, index: position)
+        return .block(block)
     }
 
     /// The first position whose last id is >= `id` (`e.count` when none is).

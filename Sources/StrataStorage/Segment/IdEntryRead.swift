@@ -43,9 +43,6 @@ enum IdEntryFind {
     case absent
     case undecided
     case entry(IdEntryLocation)
-    /// An encrypted segment's id block read often enough to be opened whole, from the cache
-    /// (``IdBlockReads``): the entry is read in it (``SegmentReader/readIdEntry(in:lookupKey:)``).
-    case opened(Block)
 }
 
 extension SegmentReader {
@@ -64,24 +61,12 @@ extension SegmentReader {
         case .absent: return .absent
         case .undecided: return .undecided
         case let .entry(location): return try readIdEntry(at: location, lookupKey: lookupKey, into: buffer)
-        case let .opened(block):
-            return withExtendedLifetime(block) {
-                switch readIdEntry(in: block, lookupKey: lookupKey) {
-                case let .found(value):
-                    guard value.count <= buffer.count else { return .undecided }
-                    if value.count > 0 { buffer.baseAddress!.copyMemory(from: value.baseAddress!, byteCount: value.count) }
-                    return .found(count: value.count)
-                case .deleted: return .deleted
-                case .undecided: return .undecided
-                }
-            }
         }
     }
 
     /// The first half of ``readIdEntry(lookupKey:into:)``: where the entry of `userKey` lies,
     /// from the index summary's id block table alone, except in a sparse block, whose id array
-    /// is copied (into `scratch`) and searched. In an encrypted segment, a block read often is
-    /// opened whole instead (``IdBlockReads``).
+    /// is copied (into `scratch`) and searched.
     @inline(__always)
     func findIdEntry(_ userKey: UnsafeRawBufferPointer, scratch: UnsafeMutableRawBufferPointer) throws -> IdEntryFind {
         guard idFormat == .checked,
@@ -90,11 +75,7 @@ extension SegmentReader {
         switch table._withUnsafeGuaranteedRef({ $0.lookup(userKey) }) {
         case .absent: return .absent
         case .undecided: return .undecided
-        case let .block(b, index):
-            block = b
-            if sealedValues, let opened = try table._withUnsafeGuaranteedRef({ try openedIdBlock(b, index: index, reads: $0.reads) }) {
-                return .opened(opened)
-            }
+        case let .block(b): block = b
         }
         // An encrypted segment's block starts with its nonce; the contents follow.
         let blockOffset = block.offset + payloadShift

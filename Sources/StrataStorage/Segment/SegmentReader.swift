@@ -29,7 +29,7 @@ package final class SegmentReader: @unchecked Sendable {
     private let filterLayout: BloomFilter.Layout
     /// Which id block layout data blocks may have (SPEC.md §6.1.1): none before segment format 4.
     let idFormat: IdBlockFormat
-    let cache: BlockCache
+    private let cache: BlockCache
     let stats: StatisticsCounters
     private var fileSystem: (any FileSystem)?
     /// Opens the blocks of an encrypted segment (SPEC.md §14.3); nil for plaintext.
@@ -153,7 +153,7 @@ package final class SegmentReader: @unchecked Sendable {
     /// - Parameter sealedValues: whether the block may be an id block of sealed values (a data
     ///   block of an encrypted segment of format 6); `checkEachSealedValue`: such a block's values
     ///   are each checked as a point read checks them (``openSealedValuesBlock(_:sealer:path:handle:checkEach:)``).
-    static func readBlock(file: any ReadableFile, path: String, handle: BlockHandle, sealer: FileSealer?, parseRestarts: Bool = true,
+    private static func readBlock(file: any ReadableFile, path: String, handle: BlockHandle, sealer: FileSealer?, parseRestarts: Bool = true,
                                   idFormat: IdBlockFormat = .none, sealedValues: Bool = false, checkEachSealedValue: Bool = false,
                                   once: Bool = false, alignment: Int = 8) throws -> Block {
         let trailer = sealer == nil ? FormatConstants.blockTrailerBytes : sealedTrailerBytes
@@ -289,9 +289,7 @@ package final class SegmentReader: @unchecked Sendable {
     ///   reads check, not only its block tag (SPEC.md §14.3).
     func dataBlock(_ handle: BlockHandle, fillCache: Bool = true, checkingEachSealedValue: Bool = false) throws -> Block {
         let key = BlockCache.Key(segmentId: fileNumber, offset: handle.offset)
-        // Verification reads a block of sealed values from the file even when reads opened it
-        // into the cache: it checks what the cache's copy was not (each value's own tag).
-        if !checkingEachSealedValue, let b = cache.get(key) {
+        if let b = cache.get(key) {
             stats.blockCacheHits.add(1, ordering: .relaxed)
             return b
         }
@@ -303,8 +301,7 @@ package final class SegmentReader: @unchecked Sendable {
         // A format 5 id block (and an encrypted format 6 one, of sealed values) is not cached
         // either way: point reads copy its entries out of the file, and a scan, which reads it
         // whole, reads each block once (SPEC.md §6.1.1). The OS page cache keeps its bytes; the
-        // block cache keeps the blocks read many times (an encrypted one's point reads put it
-        // there themselves once it is, ``IdBlockReads``). A format 5 encrypted segment's id
+        // block cache keeps the blocks read many times. A format 5 encrypted segment's id
         // blocks, sealed whole, have no other way to be read.
         if fillCache && (!(b.idLayout?.isChecked ?? false) || (sealer != nil && !sealedValues)) { cache.insert(key, b) }
         return b
