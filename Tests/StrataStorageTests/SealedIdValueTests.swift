@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Synchronization
 @testable import StrataStorage
 import StrataTesting
 import StrataProbes
@@ -71,8 +72,26 @@ import StrataProbes
         return out
     }
 
+    /// Reads `model`'s ids 0…310 of head 1 one at a time and batched (`snapshot` given:
+    /// through it), each as `model` has it.
+    static func expectReads(_ e: Engine, _ model: [[UInt8]: [UInt8]], snapshot: Snapshot? = nil) throws {
+        let objects = try e.keySpace(named: "objects")
+        for id in UInt64(0)...310 {
+            #expect(try e.get(IdBlockTests.idKey(1, id), in: objects, snapshot: snapshot) == model[IdBlockTests.idKey(1, id)], "id \(id)")
+        }
+        var keys = KeyList()
+        for id in UInt64(0)...310 { keys.append(IdBlockTests.idKey(1, id)) }
+        try e.visitValues(forKeys: keys, in: objects, snapshot: snapshot) { i, value in
+            #expect(value.map(Array.init) == model[IdBlockTests.idKey(1, UInt64(i))], "batched id \(i)")
+        }
+    }
+
+    /// A point read opens the one object it copies out of the file, without the block cache,
+    /// until its block has been read ``IdBlockReads/threshold`` times; the block is then opened
+    /// whole and kept (taking from the engine's budget of opened blocks), and later reads of any
+    /// of its objects read them there. Neither uses the block cache.
     @Test(arguments: [false, true])
-    func pointReadsOpenOneObjectWithoutTheBlockCache(mapped: Bool) throws {
+    func pointReadsOpenOneObjectUntilItsBlockIsReadOften(mapped: Bool) throws {
         let temporary = TemporaryDirectory()
         let fs: any FileSystem = mapped ? PosixFileSystem() : InMemoryFileSystem()
         let dir = mapped ? temporary.path + "/db" : Self.dir
@@ -88,12 +107,122 @@ import StrataProbes
         }
         #expect(sealedBlocks > 4)
         let reopened = try Engine.open(directory: dir, options: Self.options(fs))
-        try IdBlockTests.expectPointReadsSkipTheBlockCache(reopened, model)
         let objects = try reopened.keySpace(named: "objects")
+        let key = IdBlockTests.idKey(1, 3)
+        // Reads below the threshold: one value opened each, nothing kept.
+        for _ in 1..<Int(IdBlockReads.threshold) { #expect(try reopened.get(key, in: objects) == model[key]) }
+        #expect(reopened.cache.opened.usedBytes == 0)
+        // The read that reaches it opens the block whole and keeps it.
+        #expect(try reopened.get(key, in: objects) == model[key])
+        let kept = reopened.cache.opened.usedBytes
+        #expect(kept > 0)
+        // Every object, through blocks opened or not, one at a time and batched, again and
+        // again: answers unchanged, more blocks opened, the block cache never used.
+        for _ in 0..<Int(IdBlockReads.threshold) { try IdBlockTests.expectPointReadsSkipTheBlockCache(reopened, model) }
+        #expect(reopened.cache.opened.usedBytes > kept)
         // A scan reads the blocks whole, opening every value.
         #expect(try reopened.scan(objects).count == model.count)
         reopened.close()
         #expect(try Engine.verify(directory: dir, fileSystem: fs, encryptionKey: Self.key).isClean)
+    }
+
+    /// The budget of opened blocks spent, blocks read often keep their single reads, and every
+    /// answer stays; the budget comes back when the segments holding opened blocks go.
+    @Test func aSpentBudgetLeavesReadsSingleAndCompactionGivesItBack() throws {
+        let fs = InMemoryFileSystem()
+        let e = try Engine.open(directory: Self.dir, options: Self.options(fs))
+        let model = try IdBlockTests.fourRoundsOfPutsAndRemovals(e)
+        e.close()
+        var small = Self.options(fs)
+        // A budget of half the cache: room for about three 512-byte blocks.
+        small.blockCacheBytes = 5_000
+        let reopened = try Engine.open(directory: Self.dir, options: small)
+        defer { reopened.close() }
+        for _ in 0..<(Int(IdBlockReads.threshold) + 2) { try Self.expectReads(reopened, model) }
+        let budget = reopened.cache.opened
+        #expect(budget.usedBytes > 0 && budget.usedBytes <= budget.limit)
+        // New segments: the old ones' opened blocks go with them.
+        let objects = try reopened.keySpace(named: "objects")
+        var batch = WriteBatch()
+        batch.put(IdBlockTests.idKey(1, 1), Array("rewritten".utf8), in: objects)
+        try reopened.write(batch)
+        try reopened.flush()
+        _ = try reopened.compact()
+        var updated = model
+        updated[IdBlockTests.idKey(1, 1)] = Array("rewritten".utf8)
+        try Self.expectReads(reopened, updated)
+        #expect(budget.usedBytes == 0)
+    }
+
+    /// Threads reading the same blocks at once: each block is opened and kept once whatever
+    /// the races (the budget charged once per block kept), and every answer is the model's.
+    /// Run under ThreadSanitizer by `scripts/reliability.sh --only=tsan`.
+    @Test func concurrentReadsKeepEachOpenedBlockOnce() throws {
+        let fs = InMemoryFileSystem()
+        let e = try Engine.open(directory: Self.dir, options: Self.options(fs))
+        let model = try IdBlockTests.fourRoundsOfPutsAndRemovals(e)
+        e.close()
+        let reopened = try Engine.open(directory: Self.dir, options: Self.options(fs))
+        defer { reopened.close() }
+        let objects = try reopened.keySpace(named: "objects")
+        let wrong = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 4) { thread in
+            for round in 0..<(2 * Int(IdBlockReads.threshold)) {
+                for k in 0...310 {
+                    let id = UInt64((k * 7 + thread * 13 + round) % 311)
+                    let key = IdBlockTests.idKey(1, id)
+                    if (try? reopened.get(key, in: objects)) != model[key] { wrong.add(1, ordering: .relaxed) }
+                }
+            }
+        }
+        #expect(wrong.load(ordering: .relaxed) == 0)
+        // Every id block of the live segments read that often was kept once: the budget holds
+        // exactly their charges.
+        var charges = 0, kept = 0
+        for segment in reopened.manifestLock.withLock({ reopened.versions.current }).allSegments {
+            let reader = try segment.reader()
+            guard let table = try reader.indexBlock()._withUnsafeGuaranteedRef({ reader.indexSummary.idBlocks(of: $0) }),
+                  table.takeUnretainedValue().reads != nil else { continue }
+            for i in 0..<(try reader.indexEntryCount()) where IdBlockReads.opened(table.takeUnretainedValue().entryAddress(i)) != nil {
+                kept += 1
+                charges += try reader.dataBlock(try reader.blockHandle(atIndexEntry: i), fillCache: false).charge
+            }
+        }
+        #expect(kept > 0)
+        #expect(reopened.cache.opened.usedBytes == charges)
+        try Self.expectReads(reopened, model)
+    }
+
+    /// A block opened whole that holds a version newer than a snapshot's read leaves that read
+    /// to the block path, which finds the older version: a snapshot reads what it read before,
+    /// however often its blocks are read.
+    @Test func aSnapshotReadsItsVersionsThroughOpenedBlocks() throws {
+        let fs = InMemoryFileSystem()
+        let e = try Engine.open(directory: Self.dir, options: Self.options(fs))
+        defer { e.close() }
+        let ks = try e.keySpace(named: "objects")
+        func write(_ round: Int) throws -> [[UInt8]: [UInt8]] {
+            var batch = WriteBatch()
+            var model: [[UInt8]: [UInt8]] = [:]
+            for id in UInt64(1)...300 {
+                let v = Array("object \(id) version \(round) ".utf8) + [UInt8](repeating: UInt8(id & 0x7F), count: Int(id % 40))
+                batch.put(IdBlockTests.idKey(1, id), v, in: ks)
+                model[IdBlockTests.idKey(1, id)] = v
+            }
+            try e.write(batch)
+            try e.flush()
+            return model
+        }
+        // Two segments: the newer one's blocks, opened by the latest reads, hold versions
+        // newer than the snapshot's reads, which find theirs in the older segment.
+        let old = try write(1)
+        let snapshot = try e.snapshot()
+        let new = try write(2)
+        for _ in 0..<4 {
+            try Self.expectReads(e, new)
+            try Self.expectReads(e, old, snapshot: snapshot)
+        }
+        #expect(e.cache.opened.usedBytes > 0)
     }
 
     /// A changed byte of a sealed value whose entry checksum was made to match (so only the tag

@@ -37,6 +37,21 @@ static inline uint64_t strata_load_relaxed_u64(const uint64_t *word) {
     return __atomic_load_n(word, __ATOMIC_RELAXED);
 }
 
+// Bytes shared by reading threads without a lock (an encrypted segment's per-block read
+// counts): relaxed loads and stores; a lost update only delays or repeats a decision.
+static inline uint8_t strata_load_relaxed_u8(const uint8_t *byte) {
+    return __atomic_load_n(byte, __ATOMIC_RELAXED);
+}
+static inline void strata_store_relaxed_u8(uint8_t *byte, uint8_t value) {
+    __atomic_store_n(byte, value, __ATOMIC_RELAXED);
+}
+
+// Publishes `desired` in `slot` if it still holds `expected` (release; acquire on failure):
+// the one thread that wins keeps what it made, the others free theirs.
+static inline int strata_cas_ptr(void **slot, void *expected, void *desired) {
+    return __atomic_compare_exchange_n(slot, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
 // A hint to start loading the cache line at `address`: batched reads issue these for many keys
 // before touching any, so that their memory misses overlap instead of following one another.
 // Never faults, whatever the address.

@@ -116,7 +116,9 @@ package final class Block: @unchecked Sendable {
     var lookupStart: UnsafeRawPointer { base + Int(restartsAt) }
 
     /// Bytes charged to the block cache.
-    var charge: Int { Int(allocated) + 128 }
+    var charge: Int { Int(allocated) + Self.overheadCharge }
+    /// What a block costs besides its contents: its object, its trailer's bytes.
+    static let overheadCharge = 128
 
     @inline(__always) func restartPoint(_ i: Int) -> Int {
         Int(loadFixed32(contents, restartsOffset + i * 4))

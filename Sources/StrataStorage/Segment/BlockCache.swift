@@ -94,7 +94,8 @@ package final class BlockCache: Sendable {
             }
         }
 
-        mutating func insert(_ key: Key, _ block: Block) {
+        /// - Parameter reserved: bytes of the shard's capacity that opened id blocks hold now.
+        mutating func insert(_ key: Key, _ block: Block, reserved: Int = 0) {
             if let i = find(key) {
                 usage -= slots[i].block!.charge
                 slots[i] = Slot(key: key, block: block)
@@ -106,15 +107,15 @@ package final class BlockCache: Sendable {
                 count += 1
                 usage += block.charge
             }
-            evictOverCapacity()
+            evictOverCapacity(limit: capacity - reserved)
         }
 
         /// Sweeps the hand until the shard fits: a block used since the last pass loses its
         /// mark and stays; one that was not is evicted. Two passes at most, since the first
         /// clears every mark.
-        private mutating func evictOverCapacity() {
+        private mutating func evictOverCapacity(limit: Int) {
             var steps = 0
-            while usage > capacity, steps < 2 * slots.count + 1 {
+            while usage > limit, steps < 2 * slots.count + 1 {
                 steps += 1
                 let i = hand
                 hand = (hand + 1) & mask
@@ -198,9 +199,14 @@ package final class BlockCache: Sendable {
     private static let shardCount = 16
     private let shards: [ShardBox]
     let capacityBytes: Int
+    /// The bytes of id blocks that encrypted segments' point reads keep opened, outside the
+    /// slots and never evicted (``IdBlockReads``): at most half the capacity, which the slots
+    /// give up as they grow, so that both together stay within it.
+    let opened: OpenedBlockBudget
 
     package init(capacityBytes: Int) {
         self.capacityBytes = capacityBytes
+        opened = OpenedBlockBudget(limit: capacityBytes / 2)
         let per = max(1, capacityBytes / Self.shardCount)
         shards = (0..<Self.shardCount).map { _ in ShardBox(capacity: per) }
     }
@@ -222,7 +228,8 @@ package final class BlockCache: Sendable {
 
     func insert(_ key: Key, _ block: Block) {
         guard block.charge <= capacityBytes / Self.shardCount else { return }
-        shards[shard(key)].mutex.withLock { $0.insert(key, block) }
+        let reserved = opened.usedBytes / Self.shardCount
+        shards[shard(key)].mutex.withLock { $0.insert(key, block, reserved: reserved) }
     }
 
     /// Empties the cache, for a closing engine, and frees the blocks on a background thread.

@@ -6,7 +6,7 @@
 /// per segment a read consults, and the summary it replaced as the first step of an object read
 /// cost a retain and a release of each of its arrays.
 final class IdBlockTable: @unchecked Sendable {
-    // @unchecked Sendable: immutable after init; it owns its memory.
+    // @unchecked Sendable: immutable after init; it owns its memory (`reads` is Sendable).
     struct Entry {
         var firstId: UInt64
         var lastId: UInt64
@@ -17,6 +17,26 @@ final class IdBlockTable: @unchecked Sendable {
         var isSparse: Bool
         /// Bytes of each entry (``IdBlockLayout/EntryShape``).
         var entryBytes: UInt8
+        /// An encrypted segment's: single reads of the block so far, and its opened contents
+        /// (``IdBlockReads``). Beside the fields a lookup reads, so that counting a read or
+        /// finding an opened block costs no memory miss of its own; only ever accessed
+        /// atomically, through ``IdBlockTable/entryAddress(_:)``, never copied with the entry.
+        var reads: UInt8 = 0
+        var opened: UnsafeMutableRawPointer? = nil
+
+        static let readsOffset = MemoryLayout<Entry>.offset(of: \Entry.reads)!
+        static let openedOffset = MemoryLayout<Entry>.offset(of: \Entry.opened)!
+    }
+
+    /// Entry `i`'s address, for ``IdBlockReads``' atomic accesses to its mutable fields.
+    @inline(__always) func entryAddress(_ i: Int) -> UnsafeMutablePointer<Entry> { entries.baseAddress! + i }
+
+    /// Entry `i`'s fixed fields, read one by one: a copy of the whole entry would read its
+    /// mutable ones without atomicity.
+    @inline(__always) private func fixedFields(_ i: Int) -> Entry {
+        let e = entries.baseAddress! + i
+        return Entry(firstId: e.pointee.firstId, lastId: e.pointee.lastId, offset: e.pointee.offset, size: e.pointee.size,
+                     count: e.pointee.count, isSparse: e.pointee.isSparse, entryBytes: e.pointee.entryBytes)
     }
 
     /// One per index entry. Immutable after init (`@unchecked Sendable`).
@@ -29,6 +49,8 @@ final class IdBlockTable: @unchecked Sendable {
     /// Each run's head, for heads longer than 8 bytes.
     private let heads: [[UInt8]]
     let headCount: Int
+    /// An encrypted segment's: per entry, how its block is read (``IdBlockReads``).
+    let reads: IdBlockReads?
 
     /// Nil when no index entry has a span. A span that does not agree with its index key (a
     /// dense block whose last id is not the key's, a sparse one whose ids cannot fit between
@@ -38,11 +60,12 @@ final class IdBlockTable: @unchecked Sendable {
     /// - Parameters: per index entry, its span, its key's user key (a head and an id) and its
     ///   block's handle; and the runs of entries by head (at least one).
     init?(spans: [IdBlockSpan?], lastKeys: [UnsafeRawBufferPointer], handles: [BlockHandle],
-          runs: [(head: [UInt8], range: Range<Int>)]) {
+          runs: [(head: [UInt8], range: Range<Int>)], openedBudget: OpenedBlockBudget? = nil) {
         guard spans.contains(where: { $0 != nil }), let first = runs.first else { return nil }
         let headCount = first.head.count
         self.headCount = headCount
         entries = .allocate(capacity: spans.count)
+        reads = openedBudget.map { IdBlockReads(count: spans.count, budget: $0) }
         for (i, span) in spans.enumerated() {
             let last = UInt64(bigEndian: lastKeys[i].loadUnaligned(fromByteOffset: headCount, as: UInt64.self))
             var e = Entry(firstId: 0, lastId: last, offset: handles[i].offset, size: 0, count: 0, isSparse: false, entryBytes: 0)
@@ -89,8 +112,9 @@ final class IdBlockTable: @unchecked Sendable {
     enum Lookup {
         /// No block of the segment holds the key: no filter probe needed.
         case absent
-        /// An id block with the key's head whose ids span the key's.
-        case block(Entry)
+        /// An id block with the key's head whose ids span the key's, and its position (its
+        /// index entry's).
+        case block(Entry, index: Int)
         /// Not decided here (a key of another shape, a restart-layout block).
         case undecided
     }
@@ -135,12 +159,12 @@ final class IdBlockTable: @unchecked Sendable {
             position = runStart + Self.firstLastIdNotBelow(id, in: UnsafeBufferPointer(rebasing: entries[runStart..<runEnd]))
         }
         guard position < entries.count else { return .absent }
-        let block = entries[position]
+        let block = fixedFields(position)
         guard block.count > 0 else { return .undecided }
         // An id block holds one head: its last key's. The key's head or id outside it: the key
         // sorts between the previous block's last key and this block's first.
         guard sameHead, position < runEnd, block.firstId <= id else { return .absent }
-        return .block(block)
+        return .block(block, index: position)
     }
 
     /// The first position whose last id is >= `id` (`e.count` when none is).

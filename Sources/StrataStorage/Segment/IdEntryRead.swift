@@ -31,6 +31,9 @@ struct IdEntryLocation {
     var entryBytes: Int
     /// The block's last entry, whose value ends at `valuesEnd` rather than at the next entry's.
     var isLast: Bool
+    /// An encrypted segment's block read often: its opened contents, where the entry and its
+    /// value (in the clear) are read instead of the file (``IdBlockReads``).
+    var opened: UnsafeRawPointer? = nil
 
     /// The trailer of an entry whose bytes start at `entry`.
     @inline(__always) func trailer(_ entry: UnsafeRawPointer) -> UInt64 {
@@ -66,16 +69,27 @@ extension SegmentReader {
 
     /// The first half of ``readIdEntry(lookupKey:into:)``: where the entry of `userKey` lies,
     /// from the index summary's id block table alone, except in a sparse block, whose id array
-    /// is copied (into `scratch`) and searched.
+    /// is copied (into `scratch`) and searched. In an encrypted segment, a block read often is
+    /// opened whole and kept, and read there (``IdBlockReads``).
     @inline(__always)
     func findIdEntry(_ userKey: UnsafeRawBufferPointer, scratch: UnsafeMutableRawBufferPointer) throws -> IdEntryFind {
         guard idFormat == .checked,
               let table = try indexBlock()._withUnsafeGuaranteedRef({ indexSummary.idBlocks(of: $0) }) else { return .undecided }
         let block: IdBlockTable.Entry
+        var opened: UnsafeRawPointer?
         switch table._withUnsafeGuaranteedRef({ $0.lookup(userKey) }) {
         case .absent: return .absent
         case .undecided: return .undecided
-        case let .block(b): block = b
+        case let .block(b, index):
+            block = b
+            if sealedValues {
+                opened = try table._withUnsafeGuaranteedRef { t -> UnsafeRawPointer? in
+                    guard let reads = t.reads else { return nil }
+                    let address = t.entryAddress(index)
+                    if let contents = IdBlockReads.opened(address) { return contents }
+                    return IdBlockReads.countRead(address) ? try openIdBlock(b, index: index, at: address, reads: reads) : nil
+                }
+            }
         }
         // An encrypted segment's block starts with its nonce; the contents follow.
         let blockOffset = block.offset + payloadShift
@@ -96,12 +110,14 @@ extension SegmentReader {
         }
         return .entry(IdEntryLocation(blockOffset: blockOffset, blockSize: Int(block.size),
                                       entryOffset: entriesOffset + position * entryBytes, valuesEnd: valuesEnd,
-                                      entryBytes: entryBytes, isLast: position == m - 1))
+                                      entryBytes: entryBytes, isLast: position == m - 1, opened: opened))
     }
 
-    /// The block's first byte in the mapping, when the file is mapped and the block lies in it.
+    /// The block's first byte in the mapping, when the file is mapped and the block lies in it;
+    /// an opened block's in its contents.
     @inline(__always)
     private func mappedBlock(_ location: IdEntryLocation) -> UnsafePointer<UInt8>? {
+        if let opened = location.opened { return opened.assumingMemoryBound(to: UInt8.self) }
         guard let mapped, location.blockOffset <= UInt64(mapped.count),
               UInt64(location.blockSize) <= UInt64(mapped.count) - location.blockOffset else { return nil }
         return mapped.baseAddress!.assumingMemoryBound(to: UInt8.self) + Int(location.blockOffset)
@@ -192,12 +208,17 @@ extension SegmentReader {
 
     /// What a read of an entry (a value's size, or a `STRATA_ENTRY_` failure) means. In an
     /// encrypted segment the `r` bytes copied to `buffer` are the sealed value, opened here in
-    /// place (SPEC.md §14.3): its tag, not the entry's checksum, is what verifies it.
+    /// place (SPEC.md §14.3): its tag, not the entry's checksum, is what verifies it. Read from
+    /// an opened block, they are the value in the clear and its tag's bytes: the block's tag
+    /// verified them all when it was opened.
     @inline(__always)
     private func outcome(_ r: Int64, trailer: UInt64, location: IdEntryLocation, lookupKey: UnsafeRawBufferPointer,
                          buffer: UnsafeMutableRawBufferPointer) throws -> IdEntryRead {
         var r = r
-        if r >= 0, let valueContext {
+        if r >= 0, location.opened != nil {
+            // The block's decoding checked every stored value for a tag's length.
+            r = r >= Int64(SealedIdValues.tagBytes) ? r - Int64(SealedIdValues.tagBytes) : Int64(STRATA_ENTRY_OUT_OF_RANGE)
+        } else if r >= 0, let valueContext {
             let value = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(r)])
             let entryAt = location.blockOffset + UInt64(location.entryOffset)
             let opened = valueContext._withUnsafeGuaranteedRef {

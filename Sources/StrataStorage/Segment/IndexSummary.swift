@@ -42,7 +42,9 @@ package struct IndexSummary {
 
     /// - Parameter idSpans: whether index values may carry id block spans after their handles
     ///   (segment format 5, ``IdBlockSpan``).
-    init?(index: Block, idSpans: Bool = false) {
+    /// - Parameter openedBudget: an encrypted segment's, for its id blocks opened whole
+    ///   (``IdBlockReads``).
+    init?(index: Block, idSpans: Bool = false, openedBudget: OpenedBlockBudget? = nil) {
         let count = index.restartCount
         guard count > 0 else { return nil }
         var keys: [UnsafeRawBufferPointer] = []
@@ -80,7 +82,7 @@ package struct IndexSummary {
         }
         idBlocks = headRuns.isEmpty ? nil
             : IdBlockTable(spans: spans, lastKeys: keys, handles: entries.map { BlockHandle(offset: $0.offset, size: $0.size) },
-                           runs: headRuns.map { ($0.head, $0.range) })
+                           runs: headRuns.map { ($0.head, $0.range) }, openedBudget: openedBudget)
         // Runs only where the shared-prefix word would cut bytes off the keys' ends.
         if headCount >= 0, common < headCount, sameLength {
             for i in 0..<count {

@@ -24,8 +24,13 @@ final class IndexSummaryCell: @unchecked Sendable {
 
     /// Whether the index values carry id block spans (segment format 5).
     private let idSpans: Bool
+    /// An encrypted segment's: the budget its id blocks opened whole take from (``IdBlockReads``).
+    private let openedBudget: OpenedBlockBudget?
 
-    init(idSpans: Bool = false) { self.idSpans = idSpans }
+    init(idSpans: Bool = false, openedBudget: OpenedBlockBudget? = nil) {
+        self.idSpans = idSpans
+        self.openedBudget = openedBudget
+    }
 
     deinit {
         if let p = published.load(ordering: .acquiring) { Unmanaged<Built>.fromOpaque(p).release() }
@@ -52,7 +57,7 @@ final class IndexSummaryCell: @unchecked Sendable {
 
     @inline(never)
     private func build(_ index: Block) -> UnsafeMutableRawPointer {
-        let mine = Unmanaged.passRetained(Built(IndexSummary(index: index, idSpans: idSpans))).toOpaque()
+        let mine = Unmanaged.passRetained(Built(IndexSummary(index: index, idSpans: idSpans, openedBudget: openedBudget))).toOpaque()
         let (exchanged, current) = published.compareExchange(expected: nil, desired: mine, ordering: .acquiringAndReleasing)
         if exchanged { return mine }
         Unmanaged<Built>.fromOpaque(mine).release()

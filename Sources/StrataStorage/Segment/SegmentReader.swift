@@ -129,7 +129,8 @@ package final class SegmentReader: @unchecked Sendable {
         // Format 5's encrypted segments sealed id blocks whole: no spans, every read takes the
         // block path.
         sealedValues = sealer != nil && footer.formatVersion >= 6
-        indexSummary = IndexSummaryCell(idSpans: idFormat == .checked && (sealer == nil || sealedValues))
+        indexSummary = IndexSummaryCell(idSpans: idFormat == .checked && (sealer == nil || sealedValues),
+                                        openedBudget: sealedValues ? cache.opened : nil)
     }
 
     deinit { file.close() }
@@ -153,7 +154,7 @@ package final class SegmentReader: @unchecked Sendable {
     /// - Parameter sealedValues: whether the block may be an id block of sealed values (a data
     ///   block of an encrypted segment of format 6); `checkEachSealedValue`: such a block's values
     ///   are each checked as a point read checks them (``openSealedValuesBlock(_:sealer:path:handle:checkEach:)``).
-    private static func readBlock(file: any ReadableFile, path: String, handle: BlockHandle, sealer: FileSealer?, parseRestarts: Bool = true,
+    static func readBlock(file: any ReadableFile, path: String, handle: BlockHandle, sealer: FileSealer?, parseRestarts: Bool = true,
                                   idFormat: IdBlockFormat = .none, sealedValues: Bool = false, checkEachSealedValue: Bool = false,
                                   once: Bool = false, alignment: Int = 8) throws -> Block {
         let trailer = sealer == nil ? FormatConstants.blockTrailerBytes : sealedTrailerBytes
