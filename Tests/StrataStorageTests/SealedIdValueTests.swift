@@ -284,13 +284,19 @@ import StrataProbes
             try Self.replace(path, with: damaged, in: fs)
             let reopened = try Engine.open(directory: dir, options: options())
             let objects = try reopened.keySpace(named: "objects")
-            for id in UInt64(1)...20 {
-                if broken.contains(id) {
-                    #expect(throws: StorageError.self) { _ = try reopened.get(IdBlockTests.idKey(3, id), in: objects) }
-                } else {
-                    #expect(try reopened.get(IdBlockTests.idKey(3, id), in: objects) == Array("value-\(id % 10)".utf8))
+            // Three rounds: 60 reads of the block, past the point where it is read whole
+            // (``IdBlockReads/threshold``), where it fails its block tag and is refused: its
+            // reads stay single ones and answer as before.
+            for _ in 0..<3 {
+                for id in UInt64(1)...20 {
+                    if broken.contains(id) {
+                        #expect(throws: StorageError.self) { _ = try reopened.get(IdBlockTests.idKey(3, id), in: objects) }
+                    } else {
+                        #expect(try reopened.get(IdBlockTests.idKey(3, id), in: objects) == Array("value-\(id % 10)".utf8))
+                    }
                 }
             }
+            #expect(reopened.cache.opened.usedBytes == 0, "a damaged block is never kept")
             // Read whole, the block fails its own tag.
             #expect(throws: StorageError.self) { _ = try reopened.scan(objects) }
             reopened.close()
@@ -300,6 +306,13 @@ import StrataProbes
         try Self.replace(path, with: original, in: fs)
         let healthy = try Engine.open(directory: dir, options: options())
         #expect(try healthy.scan(try healthy.keySpace(named: "objects")).count == 20)
+        // The healthy block, read as often, is kept.
+        for _ in 0..<3 {
+            for id in UInt64(1)...20 {
+                #expect(try healthy.get(IdBlockTests.idKey(3, id), in: try healthy.keySpace(named: "objects")) == Array("value-\(id % 10)".utf8))
+            }
+        }
+        #expect(healthy.cache.opened.usedBytes > 0)
         healthy.close()
     }
 
