@@ -6,7 +6,8 @@
 /// per segment a read consults, and the summary it replaced as the first step of an object read
 /// cost a retain and a release of each of its arrays.
 final class IdBlockTable: @unchecked Sendable {
-    // @unchecked Sendable: immutable after init; it owns its memory (`reads` is Sendable).
+    // @unchecked Sendable: immutable after init but for each entry's `reads` and `opened`,
+    // which are only accessed atomically (``IdBlockReads``); it owns its memory.
     struct Entry {
         var firstId: UInt64
         var lastId: UInt64
