@@ -116,6 +116,9 @@ import StrataProbes
         #expect(try reopened.get(key, in: objects) == model[key])
         let kept = reopened.cache.opened.usedBytes
         #expect(kept > 0)
+        // The statistics show it: one block, its bytes.
+        #expect(reopened.statistics().openedIdBlocks == 1)
+        #expect(reopened.statistics().openedIdBlockBytes == kept)
         // Every object, through blocks opened or not, one at a time and batched, again and
         // again: answers unchanged, more blocks opened, the block cache never used.
         for _ in 0..<Int(IdBlockReads.threshold) { try IdBlockTests.expectPointReadsSkipTheBlockCache(reopened, model) }
@@ -152,6 +155,7 @@ import StrataProbes
         updated[IdBlockTests.idKey(1, 1)] = Array("rewritten".utf8)
         try Self.expectReads(reopened, updated)
         #expect(budget.usedBytes == 0)
+        #expect(reopened.statistics().openedIdBlocks == 0)
     }
 
     /// Threads reading the same blocks at once: each block is opened and kept once whatever
@@ -190,6 +194,8 @@ import StrataProbes
         }
         #expect(kept > 0)
         #expect(reopened.cache.opened.usedBytes == charges)
+        #expect(reopened.statistics().openedIdBlocks == kept)
+        #expect(reopened.statistics().openedIdBlockBytes == charges)
         try Self.expectReads(reopened, model)
     }
 

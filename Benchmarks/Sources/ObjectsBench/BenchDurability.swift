@@ -47,6 +47,14 @@ enum BenchDurability: String {
         if let map = ProcessInfo.processInfo.environment["STRATA_MAP_SEGMENTS"] {
             options.engine.fileSystem = PosixFileSystem(mapsSegments: map == "1")
         }
+        // Experiments only: STRATA_BENCH_EVENTS=1 prints each flush and compaction with the
+        // time it began or ended, to see what runs in the background during a phase.
+        if ProcessInfo.processInfo.environment["STRATA_BENCH_EVENTS"] == "1" {
+            options.engine.eventListener = { event in
+                FileHandle.standardError.write(String(format: "%.3f event %@\n",
+                    Double(DispatchTime.now().uptimeNanoseconds) / 1e9, "\(event)").data(using: .utf8)!)
+            }
+        }
         return options
     }
 }

@@ -6,16 +6,21 @@ func runGraph<S: GraphSystem>(_: S.Type, directory: String, sizes: GraphData.Siz
     var system = try S(directory: directory)
     var m = GraphMeasurement()
     // For profiling one read phase: STRATA_BENCH_REPEAT=query-equality:50 runs it 49 more
-    // times, untimed, before the timed run, so that it dominates a perf or callgrind profile.
+    // times, untimed, before the timed run, so that it dominates a perf or callgrind profile;
+    // STRATA_BENCH_REPEAT_ALL=1 prints every untimed run's time, not only their median.
     let repeatSpec = ProcessInfo.processInfo.environment["STRATA_BENCH_REPEAT"]?.split(separator: ":")
-    let readPhases: Set<GraphPhase> = [.forward, .backlink, .prefetch, .queryEquality, .queryRange, .queryLink, .manyToMany]
+    // Reopen repeats too: closing and opening again leaves the store as it was.
+    let repeatablePhases: Set<GraphPhase> = [.forward, .backlink, .prefetch, .queryEquality, .queryRange, .queryLink, .manyToMany, .reopen]
     func timed<R>(_ phase: GraphPhase, operations: Int, _ body: () throws -> R) rethrows -> R {
-        if let repeatSpec, repeatSpec.count == 2, repeatSpec[0] == phase.rawValue, readPhases.contains(phase) {
+        if let repeatSpec, repeatSpec.count == 2, repeatSpec[0] == phase.rawValue, repeatablePhases.contains(phase) {
             var times: [Double] = []
             for _ in 1..<max(2, Int(repeatSpec[1]) ?? 2) {
                 let start = DispatchTime.now().uptimeNanoseconds
                 _ = try body()
                 times.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+            }
+            if ProcessInfo.processInfo.environment["STRATA_BENCH_REPEAT_ALL"] == "1" {
+                FileHandle.standardError.write("\(phase.rawValue): \(times.map { String(format: "%.1f", $0) }.joined(separator: " "))\n".data(using: .utf8)!)
             }
             FileHandle.standardError.write(String(format: "%@: median %.3f ms over %d untimed runs\n",
                                                   phase.rawValue, times.sorted()[times.count / 2], times.count).data(using: .utf8)!)

@@ -232,8 +232,8 @@ struct StrataGraph: GraphSystem {
         let count = try store.box(for: GOrder.self).count()
         if ProcessInfo.processInfo.environment["STRATA_BENCH_REOPEN_SPLIT"] == "1" {
             let end = DispatchTime.now().uptimeNanoseconds
-            FileHandle.standardError.write(String(format: "reopen: close %.2f ms, open and count %.2f ms\n",
-                                                  Double(closed - start) / 1e6, Double(end - closed) / 1e6).data(using: .utf8)!)
+            FileHandle.standardError.write(String(format: "%.3f reopen: close %.2f ms, open and count %.2f ms\n",
+                                                  Double(end) / 1e9, Double(closed - start) / 1e6, Double(end - closed) / 1e6).data(using: .utf8)!)
         }
         return count
     }

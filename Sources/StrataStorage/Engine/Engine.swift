@@ -440,8 +440,11 @@ public final class Engine: @unchecked Sendable {
         }
         let memBytes = view.memtables.values.reduce(0) { $0 + $1.approximateBytes }
             + (view.immutables?.values.reduce(0) { $0 + $1.approximateBytes } ?? 0)
-        return EngineStatistics(sinceOpen: stats.sinceOpen, lifetime: stats.lifetime, keySpaces: spaces,
-                                memtableBytes: memBytes, blockCacheBytes: cache.usageBytes, walFileBytes: walFileBytes())
+        var s = EngineStatistics(sinceOpen: stats.sinceOpen, lifetime: stats.lifetime, keySpaces: spaces,
+                                 memtableBytes: memBytes, blockCacheBytes: cache.usageBytes, walFileBytes: walFileBytes())
+        s.openedIdBlocks = cache.opened.blockCount
+        s.openedIdBlockBytes = cache.opened.usedBytes
+        return s
     }
 }
 

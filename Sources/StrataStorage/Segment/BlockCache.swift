@@ -240,30 +240,17 @@ package final class BlockCache: Sendable {
     /// wait for. The shards are emptied before this returns; only the freeing is deferred, and
     /// it yields to engine opens.
     func removeAllReleasingInBackground() {
-        let released = ReleasedShards()
+        var released: [Shard] = []
         for s in shards {
             s.mutex.withLock { shard in
                 var empty = Shard(capacity: shard.capacity)
                 swap(&empty, &shard)
-                released.shards.append(empty)
+                if empty.usage > 0 { released.append(empty) }
             }
         }
-        guard released.shards.contains(where: { $0.usage > 0 }) else { return }
-        // A shard at a time, each after any engine open in progress (``OpensInProgress``): the
-        // closing caller is often about to open the store again.
-        DispatchQueue.global(qos: .utility).async {
-            while !released.shards.isEmpty {
-                OpensInProgress.waitUntilNone(atMostSeconds: 0.25)
-                released.shards.removeLast()
-            }
-        }
-    }
-
-    /// Emptied shards on their way to the background thread that frees their blocks: owned by
-    /// one thread at a time (the closing one, then the releasing one).
-    private final class ReleasedShards: @unchecked Sendable {
-        // @unchecked Sendable: handed from one thread to the next (above), never shared.
-        var shards: [Shard] = []
+        // A shard at a time (``BackgroundRelease``): the closing caller is often about to open
+        // the store again.
+        BackgroundRelease.drop(released, chunk: 1)
     }
 
     /// Drops the blocks of a segment that is going away.

@@ -8,10 +8,13 @@ import Synchronization
 final class OpenedBlockBudget: Sendable {
     let limit: Int
     private let used = Atomic<Int>(0)
+    private let blocks = Atomic<Int>(0)
 
     init(limit: Int) { self.limit = max(0, limit) }
 
     var usedBytes: Int { used.load(ordering: .relaxed) }
+    /// Blocks kept opened (``EngineStatistics/openedIdBlocks``).
+    var blockCount: Int { blocks.load(ordering: .relaxed) }
 
     /// Takes `bytes` when they fit under the limit.
     func take(_ bytes: Int) -> Bool {
@@ -25,6 +28,9 @@ final class OpenedBlockBudget: Sendable {
     }
 
     func give(_ bytes: Int) { used.subtract(bytes, ordering: .relaxed) }
+
+    /// Counts blocks kept (`delta` > 0) or freed (`delta` < 0).
+    func count(_ delta: Int) { blocks.add(delta, ordering: .relaxed) }
 
     /// Whether `bytes` more would fit now (a hint: ``take(_:)`` decides).
     func hasRoom(for bytes: Int) -> Bool { used.load(ordering: .relaxed) <= limit - bytes }
@@ -94,33 +100,17 @@ final class IdBlockReads: @unchecked Sendable {
     }
 
     deinit {
-        let released = ReleasedBlocks()
+        var released: [Block] = []
         for i in 0..<count {
-            if let owner = strata_load_acquire_ptr(owners + i) { released.blocks.append(Unmanaged<Block>.fromOpaque(owner)) }
+            if let owner = strata_load_acquire_ptr(owners + i) { released.append(Unmanaged<Block>.fromOpaque(owner).takeRetainedValue()) }
         }
         budget.give(charged.load(ordering: .relaxed))
+        budget.count(-released.count)
         owners.deallocate()
-        guard !released.blocks.isEmpty else { return }
-        // Freed on a background thread, a few hundred at a time, each after the engine opens in
-        // progress, as the block cache's blocks are at a close
-        // (``BlockCache/removeAllReleasingInBackground()``): a closing engine's segments drop
-        // thousands of blocks long out of the CPU caches, and a closing caller is often about
-        // to open the store again.
-        DispatchQueue.global(qos: .utility).async {
-            var start = 0
-            while start < released.blocks.count {
-                OpensInProgress.waitUntilNone(atMostSeconds: 0.25)
-                let end = min(start + 256, released.blocks.count)
-                for block in released.blocks[start..<end] { block.release() }
-                start = end
-            }
-        }
-    }
-
-    /// Opened blocks on their way to the thread that frees them: owned by one thread at a time.
-    private final class ReleasedBlocks: @unchecked Sendable {
-        // @unchecked Sendable: handed from the deinit's thread to the releasing one, never shared.
-        var blocks: [Unmanaged<Block>] = []
+        // Freed on the release thread, a few hundred at a time (``BackgroundRelease``): a closing
+        // engine's segments drop thousands of blocks long out of the CPU caches, and a closing
+        // caller is often about to open the store again.
+        BackgroundRelease.drop(released, chunk: 256)
     }
 
     @inline(__always) private static func readsByte(_ entry: UnsafeMutablePointer<IdBlockTable.Entry>) -> UnsafeMutablePointer<UInt8> {
@@ -170,6 +160,7 @@ final class IdBlockReads: @unchecked Sendable {
             return Self.opened(entry)
         }
         charged.add(bytes, ordering: .relaxed)
+        budget.count(1)
         strata_store_release_ptr(owners + i, Unmanaged.passRetained(block).toOpaque())
         return UnsafeRawPointer(base)
     }

@@ -164,6 +164,12 @@ public struct EngineStatistics: Sendable, Equatable {
     /// Bytes held by memtables.
     public var memtableBytes: Int
     public var blockCacheBytes: Int
+    /// Id blocks of an encrypted store's segments that point reads have read often enough to
+    /// keep opened (decrypted), and the bytes they hold (SPEC.md §14.3). They count against the
+    /// block cache's capacity, half of which they may take, and are freed with their segment
+    /// (after a compaction, or at close). Zero in a plaintext store.
+    public var openedIdBlocks: Int = 0
+    public var openedIdBlockBytes: Int = 0
     /// Bytes of the write-ahead log files still needed by recovery.
     public var walFileBytes: UInt64
 
