@@ -40,7 +40,8 @@ final class IdBlockTable: @unchecked Sendable {
                      count: e.pointee.count, isSparse: e.pointee.isSparse, entryBytes: e.pointee.entryBytes)
     }
 
-    /// One per index entry. Immutable after init (`@unchecked Sendable`).
+    /// One per index entry. Their fixed fields never change after init; `reads` and `opened`
+    /// change atomically (``IdBlockReads``), so an entry is read field by field, never copied whole.
     private let entries: UnsafeMutableBufferPointer<Entry>
     /// Per run of entries with one head: where it ends (exclusive); runs follow each other.
     private let runEnds: UnsafeMutableBufferPointer<Int>
@@ -169,8 +170,13 @@ final class IdBlockTable: @unchecked Sendable {
     }
 
     /// The first position whose last id is >= `id` (`e.count` when none is).
+    ///
+    /// Reads each probed entry's `lastId` alone, through its address: `e[i].lastId` copies the
+    /// whole entry first (it does in debug builds), and with it the `reads` byte that other
+    /// readers change atomically, a data race ThreadSanitizer reported in
+    /// `concurrentReadsKeepEachOpenedBlockOnce`.
     @inline(__always)
     private static func firstLastIdNotBelow(_ id: UInt64, in e: UnsafeBufferPointer<Entry>) -> Int {
-        InterpolationSearch.firstNotBelow(id, count: e.count) { e[$0].lastId }
+        InterpolationSearch.firstNotBelow(id, count: e.count) { (e.baseAddress! + $0).pointee.lastId }
     }
 }
