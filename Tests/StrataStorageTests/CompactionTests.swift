@@ -152,8 +152,9 @@ import StrataTesting
         #expect(try e.getString(key(3), in: ks) == "v1-3")
     }
 
-    @Test func closeCancelsARunningCompactionAndLosesNothing() throws {
-        let dir = TemporaryDirectory()
+    /// Leaves a store in `dir` whose first compaction close() cancelled: level 0 holds several
+    /// overlapping segments, a compaction is due at the next open. Returns what was written.
+    static func leaveCompactionDue(in dir: TemporaryDirectory) throws -> [String: String] {
         let began = DispatchSemaphore(value: 0), resume = DispatchSemaphore(value: 0)
         let held = Atomic<Bool>(false)
         let endedWithoutSuccess = Atomic<Bool>(false)
@@ -191,17 +192,67 @@ import StrataTesting
         #expect(closed.wait(timeout: .now() + 30) == .success)
         let cancelled = endedWithoutSuccess.load(ordering: .relaxed)
         #expect(cancelled)
+        return written
+    }
+
+    @Test func closeCancelsARunningCompactionAndLosesNothing() throws {
+        let dir = TemporaryDirectory()
+        let written = try Self.leaveCompactionDue(in: dir)
 
         // Read-only: no background work starts, so the files are the ones close() left.
         var readOnly = Self.smallOptions()
         readOnly.readOnly = true
         let reopened = try Engine.open(directory: dir.path, options: readOnly)
         defer { reopened.close() }
+        let ks = reopened.defaultKeySpace
         for (k, v) in written { #expect(try reopened.getString(k, in: ks) == v) }
         // The cancelled merge's outputs were removed: every segment file on disk is live.
         let live = Set(reopened.segments().map(\.fileNumber))
         let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".seg") }
         #expect(files.count == live.count)
+    }
+
+    @Test func anOpenWaitsBeforeCompactingWhatTheLastSessionLeftDue() throws {
+        let dir = TemporaryDirectory()
+        let written = try Self.leaveCompactionDue(in: dir)
+        let began = Atomic<Int>(0)
+        var options = Self.smallOptions()
+        options.eventListener = { event in
+            if case .compactionBegan = event { began.add(1, ordering: .relaxed) }
+        }
+
+        // A long delay: opening and reading start no compaction; waitForBackgroundWork counts
+        // the held one as due and runs it.
+        options.compactionDelayAfterOpen = 3600
+        var e = try Engine.open(directory: dir.path, options: options)
+        let level0 = e.statistics().keySpaces[0].segmentsPerLevel[0]
+        #expect(level0 >= CompactionPolicy.level0CompactionTrigger)
+        for (k, v) in written { #expect(try e.getString(k, in: e.defaultKeySpace) == v) }
+        usleep(200_000)
+        #expect(began.load(ordering: .relaxed) == 0)
+        try e.waitForBackgroundWork()
+        #expect(began.load(ordering: .relaxed) >= 1)
+        #expect(e.statistics().keySpaces[0].segmentsPerLevel[0] < level0)
+        for (k, v) in written { #expect(try e.getString(k, in: e.defaultKeySpace) == v) }
+        e.close()
+
+        // A short delay: the compaction starts on its own once it has passed.
+        _ = try Self.leaveCompactionDue(in: dir)
+        began.store(0, ordering: .relaxed)
+        options.compactionDelayAfterOpen = 0.05
+        e = try Engine.open(directory: dir.path, options: options)
+        var waited = 0.0
+        while began.load(ordering: .relaxed) == 0 && waited < 30 {
+            usleep(10_000)
+            waited += 0.01
+        }
+        #expect(began.load(ordering: .relaxed) >= 1)
+        e.close()
+
+        for bad in [-1, 3601, .nan, .infinity] as [Double] {
+            options.compactionDelayAfterOpen = bad
+            #expect(throws: StorageError.self) { _ = try Engine.open(directory: dir.path, options: options) }
+        }
     }
 
     @Test func iteratorKeepsReadingFilesThatCompactionReplaced() throws {

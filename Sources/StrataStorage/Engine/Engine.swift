@@ -169,6 +169,10 @@ public final class Engine: @unchecked Sendable {
         if let a = options.archive, case let .seconds(age) = a.retention, !(age.isFinite && age >= 0) {
             throw StorageError.invalidOption(name: "archive.retention", reason: "\(age) is not a finite number of seconds ≥ 0")
         }
+        if !(options.compactionDelayAfterOpen.isFinite && (0...3600).contains(options.compactionDelayAfterOpen)) {
+            throw StorageError.invalidOption(name: "compactionDelayAfterOpen",
+                                             reason: "\(options.compactionDelayAfterOpen) is not a finite number of seconds in 0...3600")
+        }
         for (name, n) in options.prefixFilters where !(1...StorageLimits.maxKeyBytes).contains(n) {
             throw StorageError.invalidOption(name: "prefixFilters[\"\(name)\"]",
                                              reason: "\(n) is outside 1...\(StorageLimits.maxKeyBytes)")
@@ -208,7 +212,7 @@ public final class Engine: @unchecked Sendable {
         writeSettings.withLock { $0 = settings }
         for name in options.keySpaces { _ = try keySpace(named: name) }
         if let archive = options.archive { archiver = try startArchiver(archive) }
-        commitLock.withLock { maybeScheduleCompaction() }
+        scheduleCompactionAfterOpen()
     }
 
     deinit { close() }
