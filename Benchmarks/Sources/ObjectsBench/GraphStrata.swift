@@ -229,11 +229,12 @@ struct StrataGraph: GraphSystem {
         store.close()
         let closed = DispatchTime.now().uptimeNanoseconds
         store = try Store(directoryPath: directory, options: BenchDurability.current.strataOptions)
+        let opened = DispatchTime.now().uptimeNanoseconds
         let count = try store.box(for: GOrder.self).count()
         if ProcessInfo.processInfo.environment["STRATA_BENCH_REOPEN_SPLIT"] == "1" {
             let end = DispatchTime.now().uptimeNanoseconds
-            FileHandle.standardError.write(String(format: "%.3f reopen: close %.2f ms, open and count %.2f ms\n",
-                                                  Double(end) / 1e9, Double(closed - start) / 1e6, Double(end - closed) / 1e6).data(using: .utf8)!)
+            FileHandle.standardError.write(String(format: "%.3f reopen%@: close %.2f ms, open %.2f ms, count %.2f ms\n",
+                                                  Double(end) / 1e9, BenchDurability.current.strataOptions.engine.encryptionKey == nil ? "" : " (encrypted)", Double(closed - start) / 1e6, Double(opened - closed) / 1e6, Double(end - opened) / 1e6).data(using: .utf8)!)
         }
         return count
     }
