@@ -1,5 +1,4 @@
 import CStrataSupport
-import Dispatch
 
 /// A sized cache of decoded blocks, shared by all segments of an engine, evicting by CLOCK
 /// (second chance). Sharded by key so that readers on different threads rarely contend on one

@@ -1,5 +1,4 @@
 import CStrataSupport
-import Dispatch
 import Synchronization
 
 /// The bytes of id blocks an engine's encrypted segments keep opened (``IdBlockReads``), and
