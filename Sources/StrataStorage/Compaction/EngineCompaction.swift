@@ -104,7 +104,7 @@ extension Engine {
     /// that close had cancelled start over at once on the other core, and the open and its first
     /// reads lose half their CPU time to it (an encrypted store's twice as long: each block is
     /// opened and sealed again). Anything that needs the compaction sooner schedules it itself
-    /// (a flush, a stalled write, `waitForBackgroundWork`, `compact`); a timer that fires after
+    /// (a flush, a stalled write, `waitForBackgroundWork`); a timer that fires after
     /// that finds it scheduled or done. The timer holds the engine weakly: a store closed and
     /// dropped meanwhile is not kept alive by it.
     func scheduleCompactionAfterOpen() {

@@ -107,9 +107,8 @@ public struct EngineOptions: Sendable {
     /// due, in seconds (0 starts at once). An open and the app's first reads then have the CPU
     /// and the disk to themselves: a compaction that close cancelled starts again from the
     /// beginning, and for an encrypted store it opens and seals every block it merges. The wait
-    /// ends early at the first flush, at a write held back by level 0, at
-    /// ``Engine/waitForBackgroundWork()`` and at ``Engine/compact(keySpace:progress:)``.
-    /// Must be finite and in 0...3600.
+    /// ends early at the first flush, at a write held back by level 0 and at
+    /// ``Engine/waitForBackgroundWork()``. Must be finite and in 0...3600.
     ///
     /// ```swift
     /// options.compactionDelayAfterOpen = 0   // compact at once, as before
