@@ -135,6 +135,7 @@ extension Engine {
     /// Runs jobs while some level is over its target. Stops at the first failure: the error
     /// is kept for stalled writers and the work is retried at the next flush.
     private func runBackgroundCompactions() {
+        removeLeftoverSegments()
         while !isClosed.load(ordering: .relaxed) {
             let version = manifestLock.withLock { versions.current }
             let cursors = commitLock.withLock { compactionCursors }
@@ -150,6 +151,18 @@ extension Engine {
                 break
             }
         }
+    }
+
+    /// Removes the segment files the open found that no manifest record names: the outputs of a
+    /// compaction the last close stopped, a crash's orphans (``Recovery/removeObsoleteFiles(directory:fs:versions:keepWal:keepsArchivedWals:)``).
+    /// Runs with the first background work after the open (`compactionScheduled` is set, so a
+    /// close waits for it), or in ``close()`` when none came.
+    func removeLeftoverSegments() {
+        let paths = commitLock.withLock {
+            defer { leftoverSegments = [] }
+            return leftoverSegments
+        }
+        for path in paths { try? fileSystem.removeFile(path) }
     }
 
     /// Merges a job's inputs, records the result in the manifest and installs it. Runs on the
@@ -204,9 +217,11 @@ extension Engine {
             edit.addedSegments = outputs
             try logManifest(edit)
         } catch {
-            // Outputs never became live; remove them now (an open would remove them too),
-            // unless a manifest record naming them may be durable.
-            if !stoppedByManifest.load(ordering: .acquiring) {
+            // Outputs never became live; remove them now, unless a manifest record naming them
+            // may be durable, or the engine is closing: the close that stopped this job need not
+            // wait for the unlinks (tens of files of fresh pages), and the next open removes
+            // segments no record names (``removeLeftoverSegments()``).
+            if !stoppedByManifest.load(ordering: .acquiring) && !isClosed.load(ordering: .acquiring) {
                 for path in compactor.written { try? fileSystem.removeFile(path) }
             }
             throw error

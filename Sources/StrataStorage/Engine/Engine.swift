@@ -128,6 +128,9 @@ public final class Engine: @unchecked Sendable {
     @exclusivity(unchecked) var level0Segments = 0
     @exclusivity(unchecked) var compactionScheduled = false
     var compactionError: StorageError?
+    /// Segment files the open found that no manifest record names (``Recovery/Result/leftoverSegments``),
+    /// until ``removeLeftoverSegments()`` runs. Guarded by `commitLock`.
+    var leftoverSegments: [String] = []
     /// Per key space and level, the largest key of the last segment compacted there.
     var compactionCursors: [UInt32: [Int: [UInt8]]] = [:]
     private var fileLock: (any FileLock)?
@@ -197,6 +200,7 @@ public final class Engine: @unchecked Sendable {
         walNumber = recovered.walNumber
         retiredWals = recovered.unsyncedLogs
         walEntryNeedsSync = recovered.walEntryNeedsSync
+        leftoverSegments = recovered.leftoverSegments
         for ks in versions.keySpaces { keySpacesByName[ks.name] = ks }
         viewBox = LockedValue(ReadView(memtables: recovered.memtables, immutables: nil, version: recovered.versions.current))
         memtableList = Array(recovered.memtables.values)
@@ -249,6 +253,10 @@ public final class Engine: @unchecked Sendable {
         commitLock.lock()
         commitLock.broadcast()   // stalled writers wake, see the engine closed, and leave
         while flushRunning || compactionScheduled || !writers.isEmpty { commitLock.wait() }
+        // What the open left for background work that has not run (normally none).
+        let leftovers = leftoverSegments
+        leftoverSegments = []
+        for path in leftovers { try? fileSystem.removeFile(path) }
         // A log closed cleanly says it ends there (SPEC.md §5.1): the next open replays the
         // log it creates after this one.
         try? wal?.appendEndOfLog()
