@@ -137,7 +137,7 @@ struct StorageVerifier {
             case let .wal(n)?:
                 if n >= manifest.logNumber { wals.append(n) } else { report.notes.append("\(name): obsolete log, removed at the next writable open") }
             case let .segment(n)? where !live.contains(n):
-                report.notes.append("\(name): not in the manifest (an unfinished flush or compaction), removed at the next writable open")
+                report.notes.append("\(name): not in the manifest (an unfinished flush or compaction), removed by the next writable session")
             case let .manifest(n)? where n != manifestNumber:
                 report.notes.append("\(name): old manifest, removed at the next writable open")
             case .temp?:
