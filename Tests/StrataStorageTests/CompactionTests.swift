@@ -241,7 +241,7 @@ import StrataTesting
         e.close()
         let live = try Self.segmentFiles(in: dir)
         try #require(live.count == 1)
-        // A copy under an unused, larger number: a segment no record names, holding other values.
+        // A copy of the live segment under an unused, larger number: a segment no record names.
         let source = dir.path + "/" + StoreFile.segmentName(live.first!)
         let leftoverNumber = live.first! + 50
         let leftover = dir.path + "/" + StoreFile.segmentName(leftoverNumber)

@@ -219,7 +219,7 @@ extension Engine {
         } catch {
             // Outputs never became live; remove them now, unless a manifest record naming them
             // may be durable, or the engine is closing: the close that stopped this job need not
-            // wait for the unlinks (tens of files of fresh pages), and the next open removes
+            // wait for the unlinks (tens of files of fresh pages), and the next session removes
             // segments no record names (``removeLeftoverSegments()``).
             if !stoppedByManifest.load(ordering: .acquiring) && !isClosed.load(ordering: .acquiring) {
                 for path in compactor.written { try? fileSystem.removeFile(path) }

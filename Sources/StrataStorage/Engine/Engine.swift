@@ -253,10 +253,6 @@ public final class Engine: @unchecked Sendable {
         commitLock.lock()
         commitLock.broadcast()   // stalled writers wake, see the engine closed, and leave
         while flushRunning || compactionScheduled || !writers.isEmpty { commitLock.wait() }
-        // What the open left for background work that has not run (normally none).
-        let leftovers = leftoverSegments
-        leftoverSegments = []
-        for path in leftovers { try? fileSystem.removeFile(path) }
         // A log closed cleanly says it ends there (SPEC.md §5.1): the next open replays the
         // log it creates after this one.
         try? wal?.appendEndOfLog()
@@ -264,6 +260,9 @@ public final class Engine: @unchecked Sendable {
         for r in retiredWals { try? r.log.close() }
         retiredWals = []
         commitLock.unlock()
+        // What the open left for background work that never ran (normally nothing): no
+        // background work starts once the engine is closed.
+        removeLeftoverSegments()
         // One last shipment of what was committed (skipped while the target is failing), for at
         // most the archive's close timeout: a hung target must not keep the store locked.
         if let archiver {
